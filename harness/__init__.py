@@ -1,0 +1,1 @@
+"""teamctl harness package."""

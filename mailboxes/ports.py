@@ -1,0 +1,154 @@
+"""Every seam of the durable layer to the outside world, on one screen.
+
+The file implementations (journal, Maildir, flock liveness, watchfiles watcher) live beside this
+module; nothing outside ``mailboxes/`` touches ``.team/journal.jsonl`` or a Maildir folder
+directly. A later backend (e.g. NATS JetStream) implements the same protocols.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from mailboxes.events import Event, EventDraft
+    from mailboxes.messages import Envelope, MessageDraft
+
+
+class Clock(Protocol):
+    """Wall and monotonic time. Tests pass a fake they advance by hand."""
+
+    def now(self) -> float:
+        """Seconds since the epoch (wall clock, used for timestamps)."""
+        ...
+
+    def monotonic(self) -> float:
+        """Monotonic seconds (used for timeouts and durations)."""
+        ...
+
+
+class IdSource(Protocol):
+    """Unique ids (message ids, request ids, op ids)."""
+
+    def new_id(self) -> str:
+        """A fresh id, unique across processes (uuid4 hex in production)."""
+        ...
+
+
+Decide = Callable[[Sequence["Event"]], Sequence["EventDraft"]]
+"""Called under the store's serialisation with the events appended after the caller's ``after``
+seq (the caller folds them into its state), returns the drafts to append (possibly none), or raises
+to abort without writing. A backend with optimistic concurrency may call it more than once, so it
+must depend only on its argument and the caller's state as of ``after``."""
+
+
+class AppendResult(Protocol):
+    """What an append saw and wrote."""
+
+    @property
+    def seen(self) -> Sequence[Event]:
+        """Events with seq > ``after`` that were already stored when ``decide`` ran."""
+        ...
+
+    @property
+    def appended(self) -> Sequence[Event]:
+        """The events for the drafts, in order. A draft whose ``op_id`` was already stored yields
+        the stored event (idempotent no-op) instead of a new one."""
+        ...
+
+
+@runtime_checkable
+class EventStore(Protocol):
+    """The journal: an append-only, totally ordered log of events with dense seqs from 1.
+
+    Ordering: ``seq`` is dense and strictly increasing; every reader sees the same order.
+    Idempotency: an append whose draft ``op_id`` is already stored writes nothing for that draft
+    and returns the stored event. Durability: when ``append`` returns, the events are on stable
+    storage (fsync) and the ``on_commit`` callback has run. Concurrency: appends from any number of
+    threads and processes are serialised; ``decide`` runs inside that serialisation against every
+    event stored before it, which is what makes claims linearizable.
+    """
+
+    def append(
+        self,
+        decide: Decide,
+        *,
+        after: int,
+        on_commit: Callable[[Sequence[Event]], None] | None = None,
+    ) -> AppendResult:
+        """Catch up from ``after``, ask ``decide`` for drafts, store them durably, then run
+        ``on_commit(all events with seq > after)`` while still serialised (projection writes)."""
+        ...
+
+    def read_from(self, seq: int) -> Iterator[Event]:
+        """Events with ``seq >= seq`` in order (a snapshot: later appends may or may not show)."""
+        ...
+
+    def last_seq(self) -> int:
+        """The highest stored seq (0 for an empty store)."""
+        ...
+
+    def close(self) -> None:
+        """Release file handles; idempotent."""
+        ...
+
+
+@runtime_checkable
+class Mailbox(Protocol):
+    """Durable per-agent inboxes: at-least-once delivery, effectively-once processing.
+
+    Delivery is durable when ``deliver`` returns. Messages are read oldest first and stay in
+    ``new`` until acked; ack moves them to ``cur``. A message id is in exactly one place.
+    """
+
+    def deliver(self, sender: str, draft: MessageDraft) -> list[Envelope]:
+        """Deliver to ``draft.to`` (``*`` = every known agent but the sender: one copy each).
+        ``sender`` is set by the transport, never taken from the message. Unknown recipient →
+        ``UnknownRecipient``."""
+        ...
+
+    def pending(
+        self, agent: str, *, max_messages: int = 50, max_bytes: int = 256_000
+    ) -> list[Envelope]:
+        """Unacked messages for ``agent``, oldest first, bounded; duplicates by id dropped."""
+        ...
+
+    def ack(self, agent: str, message_ids: Sequence[str]) -> None:
+        """Mark processed: move from new to cur. Unknown or already-acked ids are ignored."""
+        ...
+
+    def agents(self) -> list[str]:
+        """Known agents (those with an inbox), sorted."""
+        ...
+
+    def ensure_inbox(self, agent: str) -> None:
+        """Create ``agent``'s inbox if it does not exist (idempotent)."""
+        ...
+
+
+@runtime_checkable
+class Liveness(Protocol):
+    """Member liveness: a held lease per hosted agent, released by the OS when its holder dies."""
+
+    def hold(self, agent: str) -> AbstractContextManager[None]:
+        """Hold ``agent``'s lease for the lifetime of the context. Raises ``LeaseHeld`` if another
+        live holder has it."""
+        ...
+
+    def is_alive(self, agent: str) -> bool:
+        """True while some live process (or thread in this one) holds ``agent``'s lease."""
+        ...
+
+
+class Watcher(Protocol):
+    """Turns file changes by any process into wake-up hints. Hints may be coalesced, spurious
+    or (rarely) dropped; a periodic rescan tick bounds the cost of a dropped one."""
+
+    def start(self) -> None:
+        """Start watching in a background thread (idempotent)."""
+        ...
+
+    def stop(self) -> None:
+        """Stop and join the watching thread (idempotent)."""
+        ...
