@@ -1,16 +1,25 @@
 """Journal events: the stored envelope and the typed payload of each event type.
 
 The envelope fields are the on-disk contract (DESIGN §4). ``data`` holds the payload as plain
-JSON; ``payload(event)`` parses it into the frozen model registered for the event's type.
+JSON; ``payload(event)`` parses it into the frozen model registered for the event's type, first
+upgrading older shapes (``v`` below the model's version) with the registered upgrade functions.
+Stored history is never rewritten: upgrades happen on load only.
+
+Adding a new shape to a type: bump the model's ``VERSION`` and register one function::
+
+    @upgrade("member.spawned", from_v=1)
+    def _spawned_v1(data: dict[str, Any]) -> dict[str, Any]: ...
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-# DRAFT: payload models, versions and upgrade functions are filled in by the journal work.
+from mailboxes.errors import InvalidEvent
 
 
 class EventDraft(BaseModel):
@@ -37,3 +46,339 @@ class Event(BaseModel):
     op_id: str | None = None
     data: dict[str, Any] = Field(default_factory=dict)
     v: int = 1
+
+
+class Payload(BaseModel):
+    """Base of every event payload. ``TYPE`` is the event type, ``VERSION`` the current shape."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    TYPE: ClassVar[str]
+    VERSION: ClassVar[int] = 1
+
+
+# --- team and members -------------------------------------------------------------------------
+
+
+class TeamCreated(Payload):
+    TYPE = "team.created"
+    name: str
+
+
+class MemberSpawned(Payload):
+    """v2: ``role`` (v1 stored it as ``agent_type``)."""
+
+    TYPE = "member.spawned"
+    VERSION = 2
+    name: str
+    role: str
+    model: str | None = None
+    kind: Literal["agent", "human"] = "agent"
+    prompt: str = ""
+    plan_required: bool = False
+    tools: tuple[str, ...] | None = None
+
+
+class MemberStatusChanged(Payload):
+    TYPE = "member.status_changed"
+    name: str
+    status: str
+    reason: str = ""
+
+
+class MemberStopped(Payload):
+    TYPE = "member.stopped"
+    name: str
+    reason: str = ""
+
+
+# --- tasks and plans ---------------------------------------------------------------------------
+
+
+class TaskCreated(Payload):
+    TYPE = "task.created"
+    task_id: str
+    subject: str
+    description: str = ""
+    blocked_by: tuple[str, ...] = ()
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    plan_required: bool = False
+    role: str | None = None
+
+
+class TaskUpdated(Payload):
+    """``None`` means unchanged."""
+
+    TYPE = "task.updated"
+    task_id: str
+    subject: str | None = None
+    description: str | None = None
+    add_blocked_by: tuple[str, ...] = ()
+    remove_blocked_by: tuple[str, ...] = ()
+    metadata: dict[str, Any] | None = None
+
+
+class TaskClaimed(Payload):
+    TYPE = "task.claimed"
+    task_id: str
+    owner: str
+    epoch: int
+    human: bool = False
+
+
+class TaskReleased(Payload):
+    TYPE = "task.released"
+    task_id: str
+    owner: str
+    epoch: int
+    reason: str
+
+
+class TaskCompleted(Payload):
+    TYPE = "task.completed"
+    task_id: str
+    owner: str
+    epoch: int
+    summary: str = ""
+    unblocked: tuple[str, ...] = ()
+
+
+class TaskDeleted(Payload):
+    TYPE = "task.deleted"
+    task_id: str
+    force: bool = False
+
+
+class PlanRequested(Payload):
+    TYPE = "plan.requested"
+    task_id: str
+    request_id: str
+    teammate: str
+    epoch: int
+
+
+class PlanSubmitted(Payload):
+    TYPE = "plan.submitted"
+    task_id: str
+    request_id: str
+    owner: str
+    epoch: int
+    plan: str
+
+
+class PlanReviewed(Payload):
+    TYPE = "plan.reviewed"
+    task_id: str
+    request_id: str
+    approve: bool
+    feedback: str = ""
+    reviewer: str
+
+
+# --- protocols ---------------------------------------------------------------------------------
+
+
+class ShutdownRequested(Payload):
+    TYPE = "shutdown.requested"
+    name: str
+    request_id: str
+
+
+class ShutdownAcknowledged(Payload):
+    TYPE = "shutdown.acknowledged"
+    name: str
+    request_id: str
+    approve: bool = True
+
+
+class PermissionRequested(Payload):
+    TYPE = "permission.requested"
+    request_id: str
+    agent: str
+    tool: str
+    input: dict[str, Any]
+    reason: str = ""
+
+
+class PermissionDecided(Payload):
+    TYPE = "permission.decided"
+    request_id: str
+    decision: Literal["allow", "deny"]
+    by: str
+    reason: str = ""
+
+
+# --- scheduler, jobs, worktrees ----------------------------------------------------------------
+
+
+class CronScheduled(Payload):
+    TYPE = "cron.scheduled"
+    cron_id: str
+    cron: str
+    prompt: str
+    recurring: bool
+    tz: str | None = None
+
+
+class CronCancelled(Payload):
+    TYPE = "cron.cancelled"
+    cron_id: str
+
+
+class CronFired(Payload):
+    """``slot`` is the ISO time of the schedule slot; ``missed`` slots skipped before it."""
+
+    TYPE = "cron.fired"
+    cron_id: str
+    slot: str
+    missed: int = 0
+
+
+class JobStarted(Payload):
+    TYPE = "job.started"
+    job_id: str
+    owner: str
+    command: str
+    cwd: str
+    pid: int | None = None
+    start_time: float | None = None
+
+
+class JobFinished(Payload):
+    TYPE = "job.finished"
+    job_id: str
+    status: str
+    exit_code: int | None = None
+
+
+class WorktreeCreated(Payload):
+    TYPE = "worktree.created"
+    name: str
+    branch: str
+    base: str
+    path: str
+
+
+class WorktreeBound(Payload):
+    TYPE = "worktree.bound"
+    name: str
+    task_id: str
+
+
+class WorktreeRemoved(Payload):
+    TYPE = "worktree.removed"
+    name: str
+    branch_deleted: bool = False
+
+
+class WorktreeMerged(Payload):
+    TYPE = "worktree.merged"
+    name: str
+    into: str
+    commit: str
+    squash: bool = False
+
+
+class JournalTailRepaired(Payload):
+    """Written by the journal itself: a torn last line (1-based ``line_no``) was dropped."""
+
+    TYPE = "journal.tail_repaired"
+    line_no: int
+    bytes_dropped: int
+
+
+# --- registry ----------------------------------------------------------------------------------
+
+PAYLOADS: Mapping[str, type[Payload]] = MappingProxyType(
+    {model.TYPE: model for model in Payload.__subclasses__()}
+)
+"""Event type → payload model (the current shape): every direct subclass of ``Payload``."""
+
+Upgrade = Callable[[dict[str, Any]], dict[str, Any]]
+"""Turns the ``data`` of version ``n`` into the ``data`` of version ``n + 1`` (pure)."""
+
+_UPGRADES: dict[tuple[str, int], Upgrade] = {}
+
+_F = TypeVar("_F", bound=Upgrade)
+
+
+def upgrade(event_type: str, *, from_v: int) -> Callable[[_F], _F]:
+    """Register the function that upgrades ``event_type`` data from ``from_v`` to ``from_v+1``.
+
+    Registered at import time of this module only; never changed afterwards.
+    """
+
+    def register(func: _F) -> _F:
+        key = (event_type, from_v)
+        if key in _UPGRADES:
+            raise ValueError(f"upgrade {event_type} v{from_v} registered twice")
+        _UPGRADES[key] = func
+        return func
+
+    return register
+
+
+@upgrade("member.spawned", from_v=1)
+def _member_spawned_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """v1 called the role ``agent_type`` (the Claude Code name); v2 calls it ``role``."""
+    if "agent_type" not in data:
+        return data
+    upgraded = {k: v for k, v in data.items() if k != "agent_type"}
+    upgraded.setdefault("role", data["agent_type"])
+    return upgraded
+
+
+def upgrade_data(event_type: str, v: int, data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` stored at version ``v`` in the current shape of ``event_type``."""
+    model = PAYLOADS.get(event_type)
+    if model is None:
+        raise InvalidEvent(f"unknown event type {event_type!r}")
+    if v > model.VERSION:
+        raise InvalidEvent(
+            f"{event_type} v{v} is newer than this program understands (v{model.VERSION})"
+        )
+    current = dict(data)
+    while v < model.VERSION:
+        step = _UPGRADES.get((event_type, v))
+        if step is None:
+            raise InvalidEvent(f"no upgrade registered for {event_type} v{v}")
+        current = step(current)
+        v += 1
+    return current
+
+
+def parse_payload(event_type: str, v: int, data: Mapping[str, Any]) -> Payload:
+    """Parse ``data`` of ``event_type`` at version ``v`` into its current payload model."""
+    current = upgrade_data(event_type, v, data)
+    model = PAYLOADS[event_type]
+    try:
+        return model.model_validate(current)
+    except ValidationError as exc:
+        raise InvalidEvent(f"bad {event_type} v{v} payload {dict(data)!r}: {exc}") from None
+
+
+def payload(event: Event | EventDraft) -> Payload:
+    """The typed payload of ``event`` (upgraded to the current shape). Raises ``InvalidEvent``."""
+    return parse_payload(event.type, event.v, event.data)
+
+
+def draft(type: str, actor: str, body: Payload, op_id: str | None = None) -> EventDraft:
+    """An ``EventDraft`` carrying ``body`` at its current version.
+
+    ``type`` must be the body's registered type (a cheap guard against mixing them up).
+    """
+    if type != body.TYPE:
+        raise InvalidEvent(f"payload {body.__class__.__name__} is for {body.TYPE!r}, not {type!r}")
+    return EventDraft(
+        type=type,
+        actor=actor,
+        data=body.model_dump(mode="json"),
+        op_id=op_id,
+        v=body.VERSION,
+    )
+
+
+def validate_draft(candidate: EventDraft) -> EventDraft:
+    """Check that ``candidate`` has a known type and a payload that parses; returns it."""
+    payload(candidate)
+    return candidate
