@@ -1,0 +1,257 @@
+"""The file journal: ``.team/journal.jsonl``, the team's source of truth (DESIGN §4).
+
+Appends from every thread and process are serialised by ``flock(LOCK_EX)`` on
+``.team/journal.lock``, taken through a fresh ``open()`` per append (flock belongs to the open
+file description, so a shared descriptor would not exclude threads, and a forked child would share
+its parent's). A per-instance mutex orders this instance's threads before they reach the flock.
+
+Under the lock an append catches up on lines other writers added since our offset (validating
+every one), asks ``decide`` for drafts against them, writes whole lines with one ``os.write``
+loop, fsyncs, runs ``on_commit`` and only then unlocks and returns (acknowledges).
+
+Recovery: a torn or bad-CRC *last* line (a writer died mid-write) is truncated under the lock and
+a ``journal.tail_repaired`` event appended; a bad line anywhere else raises ``JournalCorrupt``
+naming it. Readers never lock: they read a size snapshot and stop at a torn end.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from array import array
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from mailboxes.errors import JournalCorrupt
+from mailboxes.events import Event, JournalTailRepaired, draft
+from mailboxes.fsutil import fsync_dir, remove_orphan_tmp, write_all
+from mailboxes.journal_base import Appended, WallClock, check_after, stamp
+from mailboxes.journal_frame import BadLine, decode, decode_event, encode, iter_lines
+from mailboxes.ports import Clock, Decide
+
+JOURNAL_NAME = "journal.jsonl"
+LOCK_NAME = "journal.lock"
+
+FaultHook = Callable[[str], None]
+"""Test seam: called with ``"after_write"``, ``"after_fsync"``, ``"after_commit"`` during an
+append (crash-point tests kill the process there)."""
+
+
+class FileJournal:
+    """An ``EventStore`` on ``team_dir/journal.jsonl`` (``team_dir`` is ``.team``, which must
+    exist). Opening validates the whole file and repairs a torn tail."""
+
+    def __init__(
+        self, team_dir: Path, clock: Clock | None = None, *, fault: FaultHook | None = None
+    ) -> None:
+        self.team_dir = Path(team_dir)
+        self.path = self.team_dir / JOURNAL_NAME
+        self.lock_path = self.team_dir / LOCK_NAME
+        self._clock: Clock = clock or WallClock()
+        self._fault = fault
+        self._mutex = threading.Lock()
+        self._holder: int | None = None
+        self._index_lock = threading.Lock()
+        self._offsets = array("q")  # byte offset of seq n at index n - 1
+        self._end = 0  # byte offset just past the last validated line
+        self._by_op_id: dict[str, int] = {}
+        self._closed = False
+        if not self.team_dir.is_dir():
+            raise FileNotFoundError(f"no team folder at {self.team_dir} (run `teamctl init`)")
+        created = not self.path.exists()
+        with self._exclusive() as fd:
+            if created:
+                fsync_dir(self.team_dir)
+            # Under the lock no live writer is between tmp and rename (projections are
+            # written in on_commit), so every tmp file here is an orphan.
+            remove_orphan_tmp(self.team_dir)
+            self._catch_up(fd)
+
+    # --- EventStore ---------------------------------------------------------------------------
+
+    def append(
+        self,
+        decide: Decide,
+        *,
+        after: int,
+        on_commit: Callable[[Sequence[Event]], None] | None = None,
+    ) -> Appended:
+        """Serialised across threads and processes: catch up, decide, write, fsync, commit."""
+        self._check_open()
+        with self._exclusive() as fd:
+            self._catch_up(fd)
+            check_after(after, len(self._offsets))
+            seen = tuple(self._events(fd, after + 1, self._end))
+            drafts = decide(seen)
+            new, result = stamp(
+                drafts,
+                next_seq=len(self._offsets) + 1,
+                ts=self._clock.now(),
+                lookup=lambda op_id: self._stored_op(fd, op_id),
+            )
+            if new:
+                self._write(fd, new)
+            if on_commit is not None:
+                on_commit(seen + tuple(new))
+            self._hook("after_commit")
+        return Appended(seen=seen, appended=tuple(result))
+
+    def read_from(self, seq: int) -> Iterator[Event]:
+        """Events with ``seq >= seq`` in order, from a snapshot of the file's size at first read.
+
+        Raises ``JournalCorrupt`` on a bad line that is not at the end of the snapshot.
+        """
+        self._check_open()
+        seq = max(seq, 1)
+        with self._index_lock:
+            if seq <= len(self._offsets):
+                start, first = self._offsets[seq - 1], seq
+            else:
+                start, first = self._end, len(self._offsets) + 1
+        return self._read(start, first, seq)
+
+    def last_seq(self) -> int:
+        """The highest seq on disk now (lines other processes appended included)."""
+        self._check_open()
+        with self._index_lock:
+            start, last = self._end, len(self._offsets)
+        for event in self._read(start, last + 1, last + 1):
+            last = event.seq
+        return last
+
+    def close(self) -> None:
+        self._closed = True
+
+    # --- internals ----------------------------------------------------------------------------
+
+    @contextmanager
+    def _exclusive(self) -> Iterator[int]:
+        """Hold the instance mutex and the journal flock; yields an O_APPEND descriptor."""
+        if self._holder == threading.get_ident():
+            raise RuntimeError("journal append called from inside decide or on_commit")
+        with self._mutex:
+            self._holder = threading.get_ident()
+            try:
+                lock_fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+                try:
+                    fcntl.flock(lock_fd, fcntl.LOCK_EX)
+                    fd = os.open(
+                        self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644
+                    )
+                    try:
+                        yield fd
+                    finally:
+                        os.close(fd)
+                finally:
+                    os.close(lock_fd)  # releases the flock
+            finally:
+                self._holder = None
+
+    def _catch_up(self, fd: int) -> None:
+        """Index every line written since ``_end``; repair a torn tail. Holds the flock."""
+        size = os.fstat(fd).st_size
+        if size < self._end:
+            raise JournalCorrupt(
+                str(self.path), len(self._offsets), f"file shrank to {size} bytes below {self._end}"
+            )
+        for offset, raw, complete in iter_lines(fd, self._end, size):
+            line_no = len(self._offsets) + 1
+            try:
+                if not complete:
+                    raise BadLine("last line has no newline (torn write)", torn=True)
+                fields = decode(raw)
+                if fields["seq"] != line_no:
+                    raise BadLine(f"seq {fields['seq']!r} where {line_no} was expected")
+            except BadLine as exc:
+                is_last = offset + len(raw) + 1 >= size
+                if not (is_last and exc.torn):
+                    raise JournalCorrupt(str(self.path), line_no, exc.reason) from None
+                self._repair_tail(fd, line_no, offset, size)
+                return
+            self._index(offset, len(raw) + 1, fields["op_id"])
+
+    def _repair_tail(self, fd: int, line_no: int, offset: int, size: int) -> None:
+        os.ftruncate(fd, offset)
+        os.fsync(fd)
+        body = JournalTailRepaired(line_no=line_no, bytes_dropped=size - offset)
+        new, _ = stamp(
+            [draft(body.TYPE, "runtime", body)],
+            next_seq=line_no,
+            ts=self._clock.now(),
+            lookup=lambda _op_id: None,
+        )
+        self._write(fd, new, hooks=False)
+
+    def _write(self, fd: int, new: Sequence[Event], *, hooks: bool = True) -> None:
+        """Append ``new`` durably; on a failed write cut the file back to the last good line."""
+        lines = [encode(event) for event in new]
+        try:
+            write_all(fd, b"".join(lines))
+        except BaseException:
+            os.ftruncate(fd, self._end)
+            raise
+        if hooks:
+            self._hook("after_write")
+        os.fsync(fd)
+        if hooks:
+            self._hook("after_fsync")
+        offset = self._end
+        for event, line in zip(new, lines, strict=True):
+            self._index(offset, len(line), event.op_id)
+            offset += len(line)
+
+    def _index(self, offset: int, length: int, op_id: str | None) -> None:
+        with self._index_lock:
+            self._offsets.append(offset)
+            self._end = offset + length
+        if op_id is not None:
+            self._by_op_id.setdefault(op_id, len(self._offsets))
+
+    def _stored_op(self, fd: int, op_id: str) -> Event | None:
+        seq = self._by_op_id.get(op_id)
+        if seq is None:
+            return None
+        return next(self._events(fd, seq, self._end))
+
+    def _events(self, fd: int, seq: int, end: int) -> Iterator[Event]:
+        """Validated events from ``seq`` up to byte ``end`` (already indexed lines)."""
+        if seq > len(self._offsets):
+            return
+        for _offset, raw, _complete in iter_lines(fd, self._offsets[seq - 1], end):
+            try:
+                yield decode_event(raw, seq)
+            except BadLine as exc:  # indexed lines were good: someone rewrote the file
+                raise JournalCorrupt(str(self.path), seq, exc.reason) from None
+            seq += 1
+
+    def _read(self, start: int, first: int, want: int) -> Iterator[Event]:
+        fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            size = os.fstat(fd).st_size
+            seq = first
+            for offset, raw, complete in iter_lines(fd, start, size):
+                try:
+                    if not complete:
+                        return  # being written, or torn: the next append repairs it
+                    event = decode_event(raw, seq) if seq >= want else None
+                    if event is None and (found := decode(raw)["seq"]) != seq:
+                        raise BadLine(f"seq {found!r} where {seq} was expected")
+                except BadLine as exc:
+                    if offset + len(raw) + 1 >= size and exc.torn:
+                        return
+                    raise JournalCorrupt(str(self.path), seq, exc.reason) from None
+                if event is not None:
+                    yield event
+                seq += 1
+        finally:
+            os.close(fd)
+
+    def _hook(self, point: str) -> None:
+        if self._fault is not None:
+            self._fault(point)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError(f"journal {self.path} is closed")

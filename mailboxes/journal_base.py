@@ -1,0 +1,90 @@
+"""What every ``EventStore`` implementation shares: the append result, draft stamping with
+``op_id`` idempotency, and the production clock."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mailboxes.errors import InvalidEvent
+from mailboxes.events import Event, EventDraft, validate_draft
+from mailboxes.fsutil import canonical_dumps
+
+
+@dataclass(frozen=True)
+class Appended:
+    """The result of one append (implements ``mailboxes.ports.AppendResult``)."""
+
+    seen: tuple[Event, ...]
+    """Events with seq > ``after`` that were stored before ``decide`` ran."""
+    appended: tuple[Event, ...]
+    """One event per draft, in draft order: new, or the stored one for a known ``op_id``."""
+
+
+class WallClock:
+    """The real clock (``mailboxes.ports.Clock``)."""
+
+    def now(self) -> float:
+        return time.time()
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+
+def check_after(after: int, last_seq: int) -> None:
+    """``after`` must name a stored seq (or 0)."""
+    if not 0 <= after <= last_seq:
+        raise ValueError(f"after={after} is outside the stored range 0..{last_seq}")
+
+
+def stamp(
+    drafts: Sequence[EventDraft],
+    *,
+    next_seq: int,
+    ts: float,
+    lookup: Callable[[str], Event | None],
+) -> tuple[list[Event], list[Event]]:
+    """Turn ``drafts`` into events: returns ``(new events to store, result per draft)``.
+
+    Every draft is validated first (``InvalidEvent``), so a bad batch stores nothing. A draft
+    whose ``op_id`` is already stored (``lookup``) or earlier in the batch yields that event.
+    """
+    for candidate in drafts:
+        if not isinstance(candidate, EventDraft):
+            raise TypeError(f"decide must return EventDrafts, got {type(candidate).__name__}")
+        validate_draft(candidate)
+    new: list[Event] = []
+    result: list[Event] = []
+    batch: dict[str, Event] = {}
+    for candidate in drafts:
+        op_id = candidate.op_id
+        existing = None if op_id is None else (batch.get(op_id) or lookup(op_id))
+        if existing is not None:
+            result.append(existing)
+            continue
+        event = Event(
+            seq=next_seq + len(new),
+            ts=ts,
+            type=candidate.type,
+            actor=candidate.actor,
+            op_id=op_id,
+            data=_as_json(candidate),
+            v=candidate.v,
+        )
+        new.append(event)
+        result.append(event)
+        if op_id is not None:
+            batch[op_id] = event
+    return new, result
+
+
+def _as_json(candidate: EventDraft) -> dict[str, Any]:
+    """``data`` exactly as it reads back from disk (tuples become lists; NaN is refused)."""
+    try:
+        plain: dict[str, Any] = json.loads(canonical_dumps(candidate.data))
+    except (TypeError, ValueError) as exc:
+        raise InvalidEvent(f"{candidate.type} data is not plain JSON: {exc}") from None
+    return plain

@@ -1,0 +1,158 @@
+"""The on-disk line format of ``.team/journal.jsonl`` and a read-only checker.
+
+A line is the canonical JSON of the event (sorted keys, no spaces) with a CRC32 of exactly those
+bytes spliced in as a last member, then ``\\n``::
+
+    {"actor":"lead","data":{...},"op_id":null,"seq":1,"ts":1.5,"type":"team.created","v":1,"crc":"1a2b3c4d"}
+
+So every line is still a JSON object (``jq`` works), and checking it needs no re-serialisation:
+strip the fixed-size ``,"crc":"xxxxxxxx"}`` suffix, put back ``}``, CRC the bytes. Line ``n``
+holds seq ``n``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mailboxes.errors import InvalidEvent
+from mailboxes.events import Event
+from mailboxes.fsutil import canonical_dumps
+
+_CRC_KEY = b',"crc":"'
+_SUFFIX_LEN = len(_CRC_KEY) + 8 + 2  # ,"crc":"xxxxxxxx"}
+_FIELDS = frozenset(Event.model_fields)
+CHUNK = 1 << 20
+
+
+class BadLine(Exception):
+    """A line that is not a well-framed, CRC-correct event (internal to the journal).
+
+    ``torn`` lines (broken frame or CRC) are what a crash mid-write leaves: repairable at the end
+    of the file. A CRC-correct line with the wrong content was written by something else.
+    """
+
+    def __init__(self, reason: str, *, torn: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.torn = torn
+
+
+def encode(event: Event) -> bytes:
+    """The framed line for ``event``, newline included."""
+    try:
+        body = canonical_dumps(event.model_dump()).encode("utf-8")
+    except (TypeError, ValueError) as exc:
+        raise InvalidEvent(f"event {event.seq} is not plain JSON: {exc}") from None
+    return b'%s,"crc":"%08x"}\n' % (body[:-1], zlib.crc32(body))
+
+
+def decode(raw: bytes) -> dict[str, Any]:
+    """The event fields of one line (without its newline), or ``BadLine`` saying why."""
+    if len(raw) <= _SUFFIX_LEN or raw[-_SUFFIX_LEN:-10] != _CRC_KEY or raw[-2:] != b'"}':
+        raise BadLine("not a framed journal line (torn or overwritten)", torn=True)
+    body = raw[:-_SUFFIX_LEN] + b"}"
+    if b"%08x" % zlib.crc32(body) != raw[-10:-2]:
+        raise BadLine("CRC mismatch (bytes changed after writing)", torn=True)
+    try:
+        fields = json.loads(body)
+    except ValueError as exc:  # CRC-correct but not JSON: written by something else
+        raise BadLine(f"not JSON: {exc}") from None
+    if not isinstance(fields, dict) or fields.keys() != _FIELDS:
+        raise BadLine("not an event object")
+    return fields
+
+
+def decode_event(raw: bytes, seq: int) -> Event:
+    """The event on the line that must hold ``seq``, or ``BadLine``."""
+    fields = decode(raw)
+    if fields["seq"] != seq:
+        raise BadLine(f"seq {fields['seq']!r} where {seq} was expected")
+    try:
+        return Event.model_validate(fields)
+    except ValueError as exc:
+        raise BadLine(f"bad event envelope: {exc}") from None
+
+
+def iter_lines(fd: int, start: int, end: int) -> Iterator[tuple[int, bytes, bool]]:
+    """``(offset, line without newline, complete)`` for the bytes ``[start, end)`` of ``fd``.
+
+    Only the last item can be incomplete (no newline before ``end``).
+    """
+    pos = start
+    offset = start
+    pending = b""
+    while pos < end:
+        chunk = os.pread(fd, min(CHUNK, end - pos), pos)
+        if not chunk:  # the file shrank under us: what is left is the end
+            break
+        pos += len(chunk)
+        lines = (pending + chunk).split(b"\n")
+        pending = lines.pop()
+        for line in lines:
+            yield offset, line, True
+            offset += len(line) + 1
+    if pending:
+        yield offset, pending, False
+
+
+@dataclass(frozen=True)
+class JournalReport:
+    """What ``check_journal`` found. ``ok`` means every line is good."""
+
+    path: str
+    lines: int
+    """Lines in the file, a torn last one included."""
+    last_seq: int
+    """The last seq before the first problem (0 for none)."""
+    problem: str | None = None
+    problem_line: int | None = None
+    """1-based line number of the first problem."""
+    repairable: bool = False
+    """The problem is the last line: the next open truncates it (``journal.tail_repaired``)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None
+
+
+def check_journal(path: Path) -> JournalReport:
+    """Read ``path`` and report its health. Never modifies anything (no lock, no repair)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        size = os.fstat(fd).st_size
+        lines = 0
+        last_seq = 0
+        problem: tuple[str, int, bool] | None = None
+        for offset, raw, complete in iter_lines(fd, 0, size):
+            lines += 1
+            if problem is not None:
+                continue
+            last = offset + len(raw) + (1 if complete else 0) >= size
+            if not complete:
+                problem = ("last line has no newline (torn write)", lines, True)
+                continue
+            try:
+                decode_event(raw, last_seq + 1)
+            except BadLine as exc:
+                problem = (exc.reason, lines, last and exc.torn)
+                continue
+            last_seq += 1
+    finally:
+        os.close(fd)
+    if problem is None:
+        return JournalReport(path=str(path), lines=lines, last_seq=last_seq)
+    reason, line_no, repairable = problem
+    return JournalReport(
+        path=str(path),
+        lines=lines,
+        last_seq=last_seq,
+        problem=reason,
+        problem_line=line_no,
+        repairable=repairable,
+    )
