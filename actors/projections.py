@@ -1,0 +1,241 @@
+"""Projections of the team state on disk: ``.tasks/task_<n>.json`` and ``.team/team.json``.
+
+They are read-only views for people and tools, rebuilt from the journal at any time. Each file
+stores the ``seq`` it reflects (a task's last change, the team view's last change), so the same
+journal always renders the same bytes: ``verify`` can diff a scratch replay against disk, and
+``repair`` rewrites a file that is missing, stale, malformed or hand-edited.
+
+Writes are atomic (tmp + fsync + rename + fsync(dir)) and happen under the journal's lock (the
+board's ``on_commit``), so writers in several processes never interleave.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from actors.state import Task, TeamState
+from mailboxes.fsutil import BadJson, atomic_write, remove_orphan_tmp, strict_loads
+
+log = logging.getLogger("actors.projections")
+
+DriftKind = Literal["missing", "malformed", "stale", "differs", "extra"]
+
+
+@dataclass(frozen=True, slots=True)
+class Drift:
+    """One projection file that does not match the state."""
+
+    path: Path
+    kind: DriftKind
+    detail: str = ""
+
+    def __str__(self) -> str:
+        tail = f": {self.detail}" if self.detail else ""
+        return f"{self.path}: {self.kind}{tail}"
+
+
+def render_task(task: Task) -> dict[str, Any]:
+    """The JSON object of a task file."""
+    plan = task.plan
+    return {
+        "id": task.id,
+        "subject": task.subject,
+        "description": task.description,
+        "status": task.status,
+        "owner": task.owner,
+        "held_by_human": task.human,
+        "blocked_by": list(task.blocked_by),
+        "blocks": list(task.blocks),
+        "worktree": task.worktree,
+        "epoch": task.epoch,
+        "role": task.role,
+        "plan": {
+            "required": plan.required,
+            "status": plan.status,
+            "request_id": plan.request_id,
+            "epoch": plan.epoch,
+            "plan": plan.plan,
+            "feedback": plan.feedback,
+            "reviewer": plan.reviewer,
+        },
+        "summary": task.summary,
+        "metadata": dict(task.metadata),
+        "created_by": task.created_by,
+        "created_at": task.created_at,
+        "updated_at": task.updated_at,
+        "seq": task.seq,
+    }
+
+
+def render_team(state: TeamState) -> dict[str, Any]:
+    """The JSON object of ``team.json``: members with status, assignment and worktree.
+
+    A person who claimed a task from a terminal (``--as NAME``) shows as a human member.
+    """
+    members = []
+    names = list(state.members)
+    names += [o for o in state.holdings if o not in state.members]
+    for name in names:
+        member = state.members.get(name)
+        held = state.holding(name)
+        human = (member is not None and member.kind == "human") or (held is not None and held.human)
+        members.append(
+            {
+                "name": name,
+                "kind": "human" if human else "agent",
+                "role": member.role if member else None,
+                "model": member.model if member else None,
+                "status": member.status if member else "working",
+                "reason": member.reason if member else "",
+                "plan_required": member.plan_required if member else False,
+                "task": held.id if held else None,
+                "epoch": held.epoch if held else None,
+                "worktree": held.worktree if held else None,
+            }
+        )
+    return {"team": state.name, "members": members, "seq": state.team_seq}
+
+
+def _encode(obj: dict[str, Any]) -> bytes:
+    return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+class Projections:
+    """The projection files of one repository (``root`` holds ``.tasks/`` and ``.team/``)."""
+
+    def __init__(self, root: Path, *, durable: bool = True) -> None:
+        self.root = root
+        self.tasks_dir = root / ".tasks"
+        self.team_file = root / ".team" / "team.json"
+        self._durable = durable
+        self._made_dirs = False
+
+    def task_file(self, tid: str) -> Path:
+        """Where task ``tid`` is projected."""
+        return self.tasks_dir / f"{tid}.json"
+
+    # --- writing -------------------------------------------------------------------------------
+
+    def write(self, state: TeamState, *, since: int) -> None:
+        """Write what changed at or after seq ``since`` (tasks, and the team view)."""
+        self._dirs()
+        for task in state.tasks.values():
+            if task.seq >= since:
+                self._put(self.task_file(task.id), render_task(task))
+        if state.team_seq >= since:
+            self._put(self.team_file, render_team(state))
+
+    def write_all(self, state: TeamState) -> None:
+        """Write every projection of ``state``."""
+        self.write(state, since=0)
+
+    def repair(self, state: TeamState) -> list[str]:
+        """Rewrite every drifted file (and remove task files the journal never made).
+
+        Returns one line per repair; each is also logged as a warning.
+        """
+        self._dirs()
+        remove_orphan_tmp(self.tasks_dir)
+        remove_orphan_tmp(self.team_file.parent)
+        lines = []
+        for drift in verify(state, self.root):
+            if drift.kind == "extra":
+                drift.path.unlink(missing_ok=True)
+                line = f"removed projection {drift.path} ({drift.detail})"
+            else:
+                if drift.path == self.team_file:
+                    self._put(drift.path, render_team(state))
+                else:
+                    self._put(drift.path, render_task(state.task(drift.path.stem)))
+                line = f"rewrote projection {drift.path} ({drift.kind}: {drift.detail})"
+            log.warning(line)
+            lines.append(line)
+        return lines
+
+    def _dirs(self) -> None:
+        if not self._made_dirs:
+            self.tasks_dir.mkdir(parents=True, exist_ok=True)
+            self.team_file.parent.mkdir(parents=True, exist_ok=True)
+            self._made_dirs = True
+
+    def _put(self, path: Path, obj: dict[str, Any]) -> None:
+        atomic_write(path, _encode(obj), durable=self._durable)
+
+    # --- reading -------------------------------------------------------------------------------
+
+    def read_task(self, tid: str) -> dict[str, Any] | None:
+        """A task file as written (None if absent or malformed)."""
+        return _read(self.task_file(tid))
+
+    def read_tasks(self) -> list[dict[str, Any]]:
+        """Every readable task file, in id order."""
+        found = []
+        for path in _task_files(self.tasks_dir):
+            obj = _read(path)
+            if obj is not None:
+                found.append(obj)
+        return found
+
+    def read_team(self) -> dict[str, Any] | None:
+        """``team.json`` as written (None if absent or malformed)."""
+        return _read(self.team_file)
+
+
+def verify(state: TeamState, root: Path) -> list[Drift]:
+    """Every difference between the projections ``state`` renders and the files under ``root``.
+
+    Used by ``teamctl replay --verify`` (fold the whole journal, then compare) and by repair.
+    """
+    proj = Projections(root)
+    drifts = []
+    for task in state.tasks.values():
+        drift = _check(proj.task_file(task.id), render_task(task))
+        if drift is not None:
+            drifts.append(drift)
+    for path in _task_files(proj.tasks_dir):
+        if path.stem not in state.tasks:
+            drifts.append(Drift(path, "extra", "no such task in the journal"))
+    if state.seq > 0 or proj.team_file.exists():
+        drift = _check(proj.team_file, render_team(state))
+        if drift is not None:
+            drifts.append(drift)
+    return drifts
+
+
+def _check(path: Path, expected: dict[str, Any]) -> Drift | None:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Drift(path, "missing")
+    if raw == _encode(expected):
+        return None
+    try:
+        found = strict_loads(raw)
+    except BadJson as exc:
+        return Drift(path, "malformed", str(exc))
+    if not isinstance(found, dict):
+        return Drift(path, "malformed", "not a JSON object")
+    seq = found.get("seq")
+    if isinstance(seq, int) and seq < expected["seq"]:
+        return Drift(path, "stale", f"reflects seq {seq}, the journal is at {expected['seq']}")
+    fields = sorted(k for k in expected.keys() | found.keys() if found.get(k) != expected.get(k))
+    return Drift(path, "differs", "fields " + ", ".join(fields) if fields else "formatting")
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        obj = strict_loads(path.read_bytes())
+    except (FileNotFoundError, BadJson):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _task_files(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    files = [p for p in folder.glob("task_*.json") if p.stem[5:].isdigit()]
+    return sorted(files, key=lambda p: int(p.stem[5:]))
