@@ -1,0 +1,192 @@
+"""Append-only conversation transcripts (``<dir>/<agent>.jsonl``) and resume.
+
+One JSON object per line, each flushed and fsynced before the call returns:
+
+- ``{"type": "meta", ...}``: session facts (agent, session id); informational.
+- ``{"type": "message", "message": {...}}``: one message appended to the conversation.
+- ``{"type": "amend", "blocks": [...]}``: blocks appended to the last (user) message.
+- ``{"type": "compact_boundary", "trigger", "pre_tokens", "post_tokens", "messages": [...]}``:
+  the history was rewritten; ``messages`` is the whole new list.
+
+Folding the lines in order rebuilds the exact message list, so a resumed agent's next request is
+byte-identical to the one it would have sent. A torn last line (a crash mid-write) is dropped; a
+bad line anywhere else is a ``TranscriptError``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from pydantic import TypeAdapter, ValidationError
+
+from harness.errors import HarnessError
+from harness.ports import ContentBlock, Message, ToolResultBlock, ToolUseBlock
+
+_BLOCKS: TypeAdapter[list[ContentBlock]] = TypeAdapter(list[ContentBlock])
+
+OUTCOME_UNKNOWN = (
+    "The session stopped while this tool was running; its outcome is unknown. "
+    "Verify the current state before retrying."
+)
+
+
+class TranscriptError(HarnessError):
+    """A transcript line (other than a torn last line) cannot be parsed."""
+
+
+def _dump(message: Message) -> dict[str, Any]:
+    return message.model_dump(mode="json", exclude_none=True)
+
+
+class Transcript:
+    """Writer for one agent's transcript. Single writer: the process hosting the agent."""
+
+    def __init__(self, path: Path, *, fsync: bool = True) -> None:
+        self.path = path
+        self.fsync = fsync
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: TextIO | None = None
+
+    @classmethod
+    def for_agent(cls, directory: Path, agent: str, *, fsync: bool = True) -> Transcript:
+        return cls(directory / f"{agent}.jsonl", fsync=fsync)
+
+    def _open(self) -> TextIO:
+        # A torn last line (crash mid-write) is cut off so the next record starts on its own line.
+        if self.path.exists():
+            with self.path.open("rb+") as f:
+                data = f.read()
+                if data and not data.endswith(b"\n"):
+                    f.truncate(data.rfind(b"\n") + 1)
+        return self.path.open("a", encoding="utf-8")
+
+    def _write(self, record: dict[str, Any]) -> None:
+        if self._file is None:
+            self._file = self._open()
+        line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        self._file.write(line + "\n")
+        self._file.flush()
+        if self.fsync:
+            os.fsync(self._file.fileno())
+
+    def meta(self, **data: Any) -> None:
+        self._write({"type": "meta", **data})
+
+    def message(self, message: Message) -> None:
+        self._write({"type": "message", "message": _dump(message)})
+
+    def amend(self, blocks: Sequence[ContentBlock]) -> None:
+        self._write(
+            {
+                "type": "amend",
+                "blocks": [b.model_dump(mode="json", exclude_none=True) for b in blocks],
+            }
+        )
+
+    def compact_boundary(
+        self, messages: Sequence[Message], *, trigger: str, pre_tokens: int, post_tokens: int
+    ) -> None:
+        self._write(
+            {
+                "type": "compact_boundary",
+                "trigger": trigger,
+                "pre_tokens": pre_tokens,
+                "post_tokens": post_tokens,
+                "messages": [_dump(m) for m in messages],
+            }
+        )
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+@dataclass
+class LoadedTranscript:
+    """The folded state of a transcript file."""
+
+    messages: list[Message] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    boundaries: int = 0
+    torn_tail: bool = False
+
+
+def load_transcript(path: Path) -> LoadedTranscript:
+    """Fold a transcript file into its message list (a missing file is an empty transcript)."""
+    out = LoadedTranscript()
+    if not path.exists():
+        return out
+    raw = path.read_text(encoding="utf-8", errors="replace")
+    lines = raw.split("\n")
+    complete = raw.endswith("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for n, line in enumerate(lines, start=1):
+        last = n == len(lines)
+        try:
+            record = json.loads(line)
+            if not isinstance(record, dict):
+                raise ValueError("not an object")
+            _apply(out, record)
+        except (ValueError, ValidationError, KeyError, TypeError) as exc:
+            if last and not complete:
+                out.torn_tail = True
+                break
+            raise TranscriptError(
+                f"{path}:{n}: bad transcript line ({exc}): {line[:200]!r}"
+            ) from exc
+    return out
+
+
+def _apply(state: LoadedTranscript, record: dict[str, Any]) -> None:
+    kind = record["type"]
+    if kind == "message":
+        state.messages.append(Message.model_validate(record["message"]))
+    elif kind == "amend":
+        if not state.messages:
+            raise ValueError("amend with no message")
+        last = state.messages[-1]
+        blocks = _BLOCKS.validate_python(record["blocks"])
+        state.messages[-1] = Message(role=last.role, content=(*last.content, *blocks))
+    elif kind == "compact_boundary":
+        state.messages = [Message.model_validate(m) for m in record["messages"]]
+        state.boundaries += 1
+    elif kind == "meta":
+        state.meta.update({k: v for k, v in record.items() if k != "type"})
+    else:
+        raise ValueError(f"unknown record type {kind!r}")
+
+
+def dangling_calls(messages: Sequence[Message]) -> list[ToolUseBlock]:
+    """The tool_use blocks of a last assistant message that has no tool_result message."""
+    if not messages or messages[-1].role != "assistant":
+        return []
+    return [b for b in messages[-1].content if isinstance(b, ToolUseBlock)]
+
+
+def repair_dangling(
+    messages: Sequence[Message],
+    *,
+    is_read_only: Callable[[ToolUseBlock], bool],
+    rerun: Callable[[list[ToolUseBlock]], list[ToolResultBlock]],
+) -> Message | None:
+    """The user message that answers a crash-interrupted tool batch, or ``None`` if the last
+    message is not a dangling batch. Read-only calls are re-run (through ``rerun``); the others
+    get an ``is_error`` "outcome unknown, verify" result, as they may have had effects."""
+    calls = dangling_calls(messages)
+    if not calls:
+        return None
+    safe = [c for c in calls if is_read_only(c)]
+    rerun_results = {r.tool_use_id: r for r in (rerun(safe) if safe else [])}
+    results = [
+        rerun_results.get(c.id)
+        or ToolResultBlock(tool_use_id=c.id, content=OUTCOME_UNKNOWN, is_error=True)
+        for c in calls
+    ]
+    return Message(role="user", content=tuple(results))
