@@ -1,0 +1,390 @@
+"""Durable per-agent inboxes on disk: one Maildir per agent under ``.team/mailboxes``.
+
+Layout: ``<root>/<agent>/{tmp,new,cur,bad}``. A sender writes ``tmp/<name>``, fsyncs it, renames
+it into ``new/<name>`` and fsyncs ``new/``; only then is the delivery acknowledged. Readers list
+``new/`` and so never see a partial message. ``<name>`` is ``<ns-time:020>.<seq:010>.<msg_id>``:
+it sorts by delivery time and is unique (the id alone is). Ack renames ``new/<name>`` to
+``cur/<name>``; a message id is therefore in exactly one of ``new`` and ``cur``. A file in ``new``
+that is not a valid envelope is moved to ``bad/`` with a warning, never retried.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import re
+import stat
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from mailboxes.errors import BadMessage, UnknownRecipient
+from mailboxes.fsutil import fsync_dir, write_all
+from mailboxes.messages import (
+    BROADCAST,
+    Envelope,
+    InvalidEnvelope,
+    MessageDraft,
+    check_agent_name,
+    dump_envelope,
+    parse_envelope,
+)
+from mailboxes.ports import Clock, IdSource
+
+__all__ = ["Maildir", "MessageDraft"]
+
+log = logging.getLogger(__name__)
+
+_NAME = re.compile(r"^(\d{20})\.(\d+)\.([A-Za-z0-9_-]{1,64})$")
+_SUBDIRS = ("tmp", "cur", "bad", "new")  # ``new`` last: its presence means "known agent"
+
+Step = Callable[[str], None]
+"""Fault-injection hook called after each delivery step: ``tmp_written``, ``tmp_synced``,
+``renamed`` (per message) and ``dir_synced`` (per inbox)."""
+
+
+class _SystemClock:
+    def now(self) -> float:
+        return time.time()
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+
+class _UuidIds:
+    def new_id(self) -> str:
+        return uuid.uuid4().hex
+
+
+def _id_of(name: str) -> str | None:
+    match = _NAME.fullmatch(name)
+    return match.group(3) if match else None
+
+
+class Maildir:
+    """The file ``Mailbox``: safe for many threads and processes sending to one inbox; one
+    reader per inbox is expected (two readers may both see a message before either acks)."""
+
+    def __init__(
+        self,
+        root: Path,
+        clock: Clock | None = None,
+        ids: IdSource | None = None,
+        *,
+        max_message_bytes: int = 1_048_576,
+        on_step: Step | None = None,
+    ) -> None:
+        self.root = Path(root)
+        self._clock: Clock = clock or _SystemClock()
+        self._ids: IdSource = ids or _UuidIds()
+        self.max_message_bytes = max_message_bytes
+        self._on_step = on_step
+        self._lock = threading.Lock()
+        self._seq = 0
+        self._last_ns = 0
+
+    # -- inboxes -------------------------------------------------------------------------------
+
+    def inbox(self, agent: str) -> Path:
+        """The folder of ``agent``'s inbox (validated name; may not exist)."""
+        return self.root / check_agent_name(agent)
+
+    def ensure_inbox(self, agent: str) -> None:
+        """Create ``agent``'s inbox if missing (idempotent, durable)."""
+        box = self.inbox(agent)
+        if (box / "new").is_dir():
+            return
+        self.root.mkdir(parents=True, exist_ok=True)
+        box.mkdir(exist_ok=True)
+        fsync_dir(self.root)
+        for sub in _SUBDIRS:
+            (box / sub).mkdir(exist_ok=True)
+        fsync_dir(box)
+
+    def agents(self) -> list[str]:
+        """Known agents (those with an inbox), sorted."""
+        try:
+            entries = os.listdir(self.root)
+        except FileNotFoundError:
+            return []
+        return sorted(
+            name for name in entries if _is_agent_name(name) and (self.root / name / "new").is_dir()
+        )
+
+    def agent_for_path(self, path: Path) -> str | None:
+        """The agent whose inbox contains ``path`` (for watcher hints), or ``None``."""
+        try:
+            rel = Path(path).relative_to(self.root)
+        except ValueError:
+            return None
+        return rel.parts[0] if rel.parts and _is_agent_name(rel.parts[0]) else None
+
+    def _require(self, agent: str) -> Path:
+        box = self.inbox(agent)
+        if not (box / "new").is_dir():
+            raise UnknownRecipient(agent, self.agents())
+        return box
+
+    # -- delivery ------------------------------------------------------------------------------
+
+    def deliver(self, sender: str, draft: MessageDraft) -> list[Envelope]:
+        """Deliver ``draft`` durably; ``*`` = one copy (own id) per known agent but ``sender``."""
+        return self.deliver_many(sender, [draft])
+
+    def deliver_many(self, sender: str, drafts: Sequence[MessageDraft]) -> list[Envelope]:
+        """Deliver several drafts with one group commit (one fsync per touched inbox folder).
+
+        All recipients are checked first: an unknown one refuses the whole call, writing nothing.
+        """
+        check_agent_name(sender)
+        known = self.agents()
+        targets: list[tuple[MessageDraft, str]] = []
+        for draft in drafts:
+            if draft.to == BROADCAST:
+                targets.extend((draft, agent) for agent in known if agent != sender)
+            elif draft.to in known:
+                targets.append((draft, draft.to))
+            else:
+                raise UnknownRecipient(draft.to, known)
+        staged: list[tuple[Envelope, str]] = []
+        for draft, recipient in targets:
+            now = self._clock.now()
+            envelope = Envelope(
+                id=self._ids.new_id(),
+                sender=sender,
+                to=recipient,
+                type=draft.type,
+                ts=now,
+                in_reply_to=draft.in_reply_to,
+                body=draft.body,
+            )
+            staged.append((envelope, self._next_name(now, envelope.id)))
+        return self._commit(staged)
+
+    def _next_name(self, now: float, msg_id: str) -> str:
+        with self._lock:
+            # Names from one process sort in send order even if the wall clock steps back.
+            ns = max(int(now * 1e9), self._last_ns + 1)
+            self._last_ns = ns
+            self._seq += 1
+            return f"{ns:020d}.{self._seq:010d}.{msg_id}"
+
+    def _step(self, name: str) -> None:
+        if self._on_step is not None:
+            self._on_step(name)
+
+    def _commit(self, staged: list[tuple[Envelope, str]]) -> list[Envelope]:
+        payloads = []
+        for envelope, name in staged:
+            data = dump_envelope(envelope)
+            if len(data) > self.max_message_bytes:
+                raise InvalidEnvelope(
+                    f"message of {len(data)} bytes exceeds the limit of "
+                    f"{self.max_message_bytes} bytes",
+                    data[:200],
+                )
+            payloads.append((envelope, name, data))
+        written: list[Path] = []
+        boxes: dict[Path, None] = {}
+        try:
+            for envelope, name, data in payloads:
+                tmp = self.root / envelope.to / "tmp" / name
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+                written.append(tmp)
+                try:
+                    write_all(fd, data)
+                    self._step("tmp_written")
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                self._step("tmp_synced")
+            for envelope, name, _ in payloads:
+                box = self.root / envelope.to
+                os.rename(box / "tmp" / name, box / "new" / name)
+                written.remove(box / "tmp" / name)
+                boxes[box / "new"] = None
+                self._step("renamed")
+        finally:
+            for tmp in written:  # a failed call leaves no orphan behind
+                tmp.unlink(missing_ok=True)
+        for new_dir in boxes:
+            fsync_dir(new_dir)
+            self._step("dir_synced")
+        return [envelope for envelope, _, _ in payloads]
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def pending(
+        self, agent: str, *, max_messages: int = 50, max_bytes: int = 256_000
+    ) -> list[Envelope]:
+        """Unacked messages, oldest first: at most ``max_messages``, and at most ``max_bytes``
+        of files unless the first message alone is larger (it is then returned alone).
+        Duplicates by id are not returned (one already in ``cur`` is acked away); a file that
+        is not a valid envelope is moved to ``bad/``."""
+        box = self._require(agent)
+        new_dir = box / "new"
+        batch: list[Envelope] = []
+        seen: set[str] = set()
+        done: set[str] | None = None
+        total = 0
+        for name in sorted(os.listdir(new_dir)):
+            if len(batch) >= max_messages:
+                break
+            raw = self._read(new_dir / name)
+            if raw is None:
+                continue  # acked or quarantined meanwhile
+            try:
+                envelope = _check(parse_envelope(raw), name, agent, raw)
+            except BadMessage as exc:
+                self._quarantine(box, name, str(exc))
+                continue
+            if envelope.id in seen:
+                continue  # a second copy: swept away by the ack of the first
+            if done is None:
+                done = {i for i in map(_id_of, os.listdir(box / "cur")) if i is not None}
+            if envelope.id in done:
+                log.info("dropping duplicate message %s for %s", envelope.id, agent)
+                self._move(box, "new", "cur", [name])
+                continue
+            if batch and total + len(raw) > max_bytes:
+                break
+            batch.append(envelope)
+            seen.add(envelope.id)
+            total += len(raw)
+        return batch
+
+    def _read(self, path: Path) -> bytes | None:
+        """The bytes of a regular file in ``new``; oversize, links and others become garbage."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.EISDIR, errno.ENXIO, errno.EACCES):
+                raise
+            return b"<not a regular file>"
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                return b"<not a regular file>"
+            if info.st_size > self.max_message_bytes:
+                return b"<oversize file>"
+            chunks = []
+            while chunk := os.read(fd, 1 << 16):
+                chunks.append(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    def _quarantine(self, box: Path, name: str, reason: str) -> None:
+        log.warning("moving bad message %s/new/%s to bad/: %s", box, name, reason)
+        (box / "bad").mkdir(exist_ok=True)
+        try:
+            os.rename(box / "new" / name, box / "bad" / name)
+        except FileNotFoundError:
+            return
+        except OSError:
+            # bad/ holds a directory of that name, or the like: drop the file rather than loop.
+            log.exception("could not move %s to bad/; deleting it", name)
+            _remove(box / "new" / name)
+
+    def ack(self, agent: str, message_ids: Sequence[str]) -> None:
+        """Move every ``new`` file of these ids (duplicates included) to ``cur``, durably.
+        Unknown or already-acked ids are ignored."""
+        box = self._require(agent)
+        wanted = set(message_ids)
+        if not wanted:
+            return
+        names = [n for n in os.listdir(box / "new") if _id_of(n) in wanted]
+        self._move(box, "new", "cur", names)
+
+    def _move(self, box: Path, src: str, dst: str, names: Iterable[str]) -> None:
+        moved = False
+        for name in names:
+            try:
+                os.rename(box / src / name, box / dst / name)
+                moved = True
+            except FileNotFoundError:
+                continue
+        if moved:
+            fsync_dir(box / dst)
+            fsync_dir(box / src)
+
+    # -- housekeeping --------------------------------------------------------------------------
+
+    def counts(self, agent: str) -> tuple[int, int]:
+        """(messages in ``new``, messages in ``cur``)."""
+        box = self._require(agent)
+        return len(os.listdir(box / "new")), len(os.listdir(box / "cur"))
+
+    def prune(
+        self, agent: str, *, max_age_s: float | None = None, max_count: int | None = None
+    ) -> int:
+        """Delete acked messages older than ``max_age_s`` (by delivery time), then the oldest
+        beyond ``max_count``. Only ``cur`` is pruned, never ``new``. Returns how many went."""
+        box = self._require(agent)
+        cur = box / "cur"
+        names = sorted(n for n in os.listdir(cur) if _NAME.fullmatch(n))
+        doomed: list[str] = []
+        if max_age_s is not None:
+            cutoff = int((self._clock.now() - max_age_s) * 1e9)
+            doomed = [n for n in names if int(n[:20]) < cutoff]
+        keep = names[len(doomed) :]
+        if max_count is not None and len(keep) > max_count:
+            doomed += keep[: len(keep) - max_count]
+        for name in doomed:
+            _remove(cur / name)
+        if doomed:
+            fsync_dir(cur)
+        return len(doomed)
+
+    def recover(self, *, older_than_s: float = 60.0) -> int:
+        """Remove ``tmp`` files left by senders that died mid-delivery (none of them was
+        acknowledged). Files younger than ``older_than_s`` may belong to a live sender and are
+        kept; ``0`` removes all. Returns how many were removed."""
+        removed = 0
+        now = self._clock.now()
+        for agent in self.agents():
+            tmp_dir = self.root / agent / "tmp"
+            for name in os.listdir(tmp_dir):
+                path = tmp_dir / name
+                try:
+                    if older_than_s > 0 and now - path.lstat().st_mtime < older_than_s:
+                        continue
+                    _remove(path)
+                    removed += 1
+                except FileNotFoundError:
+                    continue
+        return removed
+
+
+def _is_agent_name(name: str) -> bool:
+    try:
+        check_agent_name(name)
+    except ValueError:
+        return False
+    return True
+
+
+def _check(envelope: Envelope, name: str, agent: str, raw: bytes) -> Envelope:
+    """A stored envelope must match its file name and inbox."""
+    if _id_of(name) != envelope.id:
+        raise InvalidEnvelope(f"file name {name!r} does not match id {envelope.id!r}", raw)
+    if envelope.to != agent:
+        raise InvalidEnvelope(f"addressed to {envelope.to!r}, found in {agent!r}'s inbox", raw)
+    return envelope
+
+
+def _remove(path: Path) -> None:
+    try:
+        if path.is_dir() and not path.is_symlink():
+            for child in path.iterdir():
+                _remove(child)
+            path.rmdir()
+        else:
+            path.unlink(missing_ok=True)
+    except FileNotFoundError:
+        return
