@@ -14,6 +14,7 @@ from harness.errors import ScriptError
 from harness.loop import AgentLoop, LoopConfig, LoopHooks
 from harness.ports import (
     ContentBlock,
+    Message,
     ModelRequest,
     ModelResponse,
     TextBlock,
@@ -102,6 +103,7 @@ def make_loop(
     hooks: LoopHooks | None = None,
     compaction: CompactionConfig | None = None,
     state: Callable[[], str] | None = None,
+    messages: Sequence[Message] = (),
     **config: Any,
 ) -> AgentLoop:
     executor = executor or FakeExecutor()
@@ -120,6 +122,7 @@ def make_loop(
         config=cfg,
         transcript=Transcript.for_agent(root / "transcripts", "tester") if transcript else None,
         hooks=hooks,
+        messages=messages,
     )
 
 
