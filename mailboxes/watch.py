@@ -1,0 +1,122 @@
+"""Wake-up hints from file changes by any process (DESIGN §6), via ``watchfiles``.
+
+Hints are only hints: the consumer re-lists what it cares about on every call. ``on_change``
+receives the changed paths, or an empty set on the periodic rescan tick, which comes at least
+every ``rescan_s`` so that a dropped inotify event costs at most one tick. If the native watcher
+cannot start (missing folder, inotify limits), the thread falls back to ticks alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import watchfiles
+
+__all__ = ["FileWatcher"]
+
+log = logging.getLogger(__name__)
+
+OnChange = Callable[[set[Path]], None]
+
+
+class FileWatcher:
+    """The ``watchfiles`` ``Watcher``: one background thread, callbacks run on it serially."""
+
+    def __init__(
+        self,
+        paths: Iterable[Path],
+        on_change: OnChange,
+        rescan_s: float = 2.0,
+        *,
+        debounce_ms: int = 5,
+        step_ms: int = 5,
+    ) -> None:
+        self.paths = tuple(Path(p) for p in paths)
+        self._on_change = on_change
+        self._rescan_ms = max(1, int(rescan_s * 1000))
+        self._debounce_ms = debounce_ms
+        self._step_ms = step_ms
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Start watching in a background thread (idempotent). Returns once the native watcher
+        is armed, so a write made after ``start`` returns is seen."""
+        with self._lock:
+            if self._thread is not None:
+                return
+            self._stop.clear()
+            self._ready.clear()
+            self._thread = threading.Thread(target=self._run, name="teamctl-watch", daemon=True)
+            self._thread.start()
+        self._ready.wait(timeout=5.0)
+
+    def stop(self) -> None:
+        """Stop and join the thread (idempotent); returns within a few ``step_ms``."""
+        with self._lock:
+            thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        self._stop.set()
+        thread.join()
+
+    def __enter__(self) -> FileWatcher:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _run(self) -> None:
+        try:
+            self._watch()
+        except Exception:
+            log.exception(
+                "file watcher failed; falling back to rescan ticks every %d ms", self._rescan_ms
+            )
+            self._ready.set()
+            while not self._stop.wait(self._rescan_ms / 1000):
+                self._call(set())
+        finally:
+            self._ready.set()
+
+    def _watch(self) -> None:
+        changes_iter = watchfiles.watch(
+            *self.paths,
+            watch_filter=None,
+            debounce=self._debounce_ms,
+            step=self._step_ms,
+            stop_event=_ArmedProbe(self._stop, self._ready),
+            rust_timeout=self._rescan_ms,
+            yield_on_timeout=True,
+            raise_interrupt=False,
+        )
+        for changes in changes_iter:
+            self._call({Path(path) for _, path in changes})
+
+    def _call(self, paths: set[Path]) -> None:
+        if self._stop.is_set():
+            return
+        try:
+            self._on_change(paths)
+        except Exception:
+            log.exception("watcher callback failed on %d paths", len(paths))
+
+
+class _ArmedProbe:
+    """The stop event handed to watchfiles. Its first ``is_set`` call comes from the native
+    loop after the OS watches exist, which is the moment ``start`` may return."""
+
+    def __init__(self, stop: threading.Event, ready: threading.Event) -> None:
+        self._stop = stop
+        self._ready = ready
+
+    def is_set(self) -> bool:
+        if not self._ready.is_set():
+            self._ready.set()
+        return self._stop.is_set()
