@@ -28,7 +28,7 @@ from mailboxes.errors import JournalCorrupt
 from mailboxes.events import Event, JournalTailRepaired, draft
 from mailboxes.fsutil import fsync_dir, remove_orphan_tmp, write_all
 from mailboxes.journal_base import Appended, WallClock, check_after, stamp
-from mailboxes.journal_frame import BadLine, decode, decode_event, encode, iter_lines
+from mailboxes.journal_frame import BadLine, decode_event, encode, iter_lines
 from mailboxes.ports import Clock, Decide
 
 JOURNAL_NAME = "journal.jsonl"
@@ -161,16 +161,14 @@ class FileJournal:
             try:
                 if not complete:
                     raise BadLine("last line has no newline (torn write)", torn=True)
-                fields = decode(raw)
-                if fields["seq"] != line_no:
-                    raise BadLine(f"seq {fields['seq']!r} where {line_no} was expected")
+                event = decode_event(raw, line_no)
             except BadLine as exc:
                 is_last = offset + len(raw) + 1 >= size
                 if not (is_last and exc.torn):
                     raise JournalCorrupt(str(self.path), line_no, exc.reason) from None
                 self._repair_tail(fd, line_no, offset, size)
                 return
-            self._index(offset, len(raw) + 1, fields["op_id"])
+            self._index(offset, len(raw) + 1, event.op_id)
 
     def _repair_tail(self, fd: int, line_no: int, offset: int, size: int) -> None:
         os.ftruncate(fd, offset)
@@ -235,14 +233,12 @@ class FileJournal:
                 try:
                     if not complete:
                         return  # being written, or torn: the next append repairs it
-                    event = decode_event(raw, seq) if seq >= want else None
-                    if event is None and (found := decode(raw)["seq"]) != seq:
-                        raise BadLine(f"seq {found!r} where {seq} was expected")
+                    event = decode_event(raw, seq)
                 except BadLine as exc:
                     if offset + len(raw) + 1 >= size and exc.torn:
                         return
                     raise JournalCorrupt(str(self.path), seq, exc.reason) from None
-                if event is not None:
+                if seq >= want:
                     yield event
                 seq += 1
         finally:

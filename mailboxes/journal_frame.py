@@ -12,13 +12,13 @@ holds seq ``n``.
 
 from __future__ import annotations
 
-import json
 import os
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from pydantic import ValidationError
 
 from mailboxes.errors import InvalidEvent
 from mailboxes.events import Event
@@ -26,8 +26,10 @@ from mailboxes.fsutil import canonical_dumps
 
 _CRC_KEY = b',"crc":"'
 _SUFFIX_LEN = len(_CRC_KEY) + 8 + 2  # ,"crc":"xxxxxxxx"}
-_FIELDS = frozenset(Event.model_fields)
 CHUNK = 1 << 20
+# pydantic's JSON parser is about twice as fast as json.loads + model_validate, and calling the
+# core validator directly skips a wrapper that costs a fifth of the time on replay.
+_validate_json = Event.__pydantic_validator__.validate_json
 
 
 class BadLine(Exception):
@@ -52,31 +54,20 @@ def encode(event: Event) -> bytes:
     return b'%s,"crc":"%08x"}\n' % (body[:-1], zlib.crc32(body))
 
 
-def decode(raw: bytes) -> dict[str, Any]:
-    """The event fields of one line (without its newline), or ``BadLine`` saying why."""
+def decode_event(raw: bytes, seq: int) -> Event:
+    """The event on one line (without its newline) that must hold ``seq``, or ``BadLine``."""
     if len(raw) <= _SUFFIX_LEN or raw[-_SUFFIX_LEN:-10] != _CRC_KEY or raw[-2:] != b'"}':
         raise BadLine("not a framed journal line (torn or overwritten)", torn=True)
     body = raw[:-_SUFFIX_LEN] + b"}"
     if b"%08x" % zlib.crc32(body) != raw[-10:-2]:
         raise BadLine("CRC mismatch (bytes changed after writing)", torn=True)
     try:
-        fields = json.loads(body)
-    except ValueError as exc:  # CRC-correct but not JSON: written by something else
-        raise BadLine(f"not JSON: {exc}") from None
-    if not isinstance(fields, dict) or fields.keys() != _FIELDS:
-        raise BadLine("not an event object")
-    return fields
-
-
-def decode_event(raw: bytes, seq: int) -> Event:
-    """The event on the line that must hold ``seq``, or ``BadLine``."""
-    fields = decode(raw)
-    if fields["seq"] != seq:
-        raise BadLine(f"seq {fields['seq']!r} where {seq} was expected")
-    try:
-        return Event.model_validate(fields)
-    except ValueError as exc:
-        raise BadLine(f"bad event envelope: {exc}") from None
+        event: Event = _validate_json(body)
+    except ValidationError as exc:  # CRC-correct but not an event: written by something else
+        raise BadLine(f"not an event: {exc.errors()[0]['msg']}") from None
+    if event.seq != seq:
+        raise BadLine(f"seq {event.seq} where {seq} was expected")
+    return event
 
 
 def iter_lines(fd: int, start: int, end: int) -> Iterator[tuple[int, bytes, bool]]:
