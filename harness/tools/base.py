@@ -16,9 +16,15 @@ from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from harness.errors import HarnessError
 from harness.ports import ToolSpec, ToolUseBlock
 
 In = TypeVar("In", bound=BaseModel)
+
+
+class ToolError(HarnessError):
+    """Raised by a tool to fail with a clean message (the model sees only the message)."""
+
 
 AccessKind = Literal["read", "write", "shell", "network", "other"]
 
