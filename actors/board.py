@@ -31,6 +31,7 @@ from actors.errors import (
 )
 from actors.projections import Projections
 from actors.state import EMPTY, Task, TeamState, fold_all, task_id
+from mailboxes.errors import MailboxesError
 from mailboxes.events import (
     Event,
     EventDraft,
@@ -43,6 +44,7 @@ from mailboxes.events import (
     TaskUpdated,
     draft,
 )
+from mailboxes.messages import check_agent_name
 from mailboxes.ports import EventStore, Liveness
 
 TaskList = list[Task]
@@ -308,6 +310,7 @@ class Board:
     ) -> ClaimResult:
         """Compare-and-swap: a ready task becomes ``owner``'s (epoch + 1). ``human`` claims (from
         a terminal, ``--as NAME``) hold no lease and are never reaped."""
+        check_agent_name(owner)
         refused: list[str] = []
 
         def decision(st: TeamState) -> Sequence[EventDraft]:
@@ -333,6 +336,7 @@ class Board:
     ) -> ClaimResult:
         """Atomically claim the lowest-id ready task ``owner`` may take: tasks without a role,
         or with ``role``. At most one; refused if ``owner`` already holds a task."""
+        check_agent_name(owner)
         refused: list[str] = []
 
         def decision(st: TeamState) -> Sequence[EventDraft]:
@@ -415,7 +419,7 @@ class Board:
             drafts = []
             for owner, tid in st.holdings.items():
                 task = st.tasks[tid]
-                if not task.human and not liveness.is_alive(owner):
+                if not task.human and not _alive(liveness, owner):
                     body = TaskReleased(
                         task_id=tid, owner=owner, epoch=task.epoch, reason="owner_dead"
                     )
@@ -427,6 +431,14 @@ class Board:
 
 
 _ALREADY_YOURS = "already yours"
+
+
+def _alive(liveness: Liveness, owner: str) -> bool:
+    """A name the lease store cannot even check (not a valid agent name) is left alone."""
+    try:
+        return liveness.is_alive(owner)
+    except MailboxesError:
+        return True
 
 
 def _unique(ids: Sequence[str]) -> tuple[str, ...]:

@@ -19,9 +19,9 @@ Rules the fold encodes (the board validates commands; the fold only records what
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from actors.errors import TeamError, UnknownTask
 from mailboxes.events import (
@@ -66,8 +66,7 @@ def task_number(tid: str) -> int:
     return int(digits)
 
 
-@dataclass(frozen=True, slots=True)
-class TaskPlan:
+class TaskPlan(NamedTuple):
     """The plan gate of the current claim. ``status`` none = no plan needed."""
 
     required: bool = False
@@ -84,8 +83,7 @@ class TaskPlan:
         return not self.required or self.status == "approved"
 
 
-@dataclass(frozen=True, slots=True)
-class Task:
+class Task(NamedTuple):
     """One task on the board (DESIGN §5)."""
 
     id: str
@@ -98,12 +96,12 @@ class Task:
     blocks: tuple[str, ...] = ()
     worktree: str | None = None
     epoch: int = 0
-    plan: TaskPlan = field(default_factory=TaskPlan)
+    plan: TaskPlan = TaskPlan()
     role: str | None = None
     created_by: str = ""
     created_at: float = 0.0
     updated_at: float = 0.0
-    metadata: Mapping[str, Any] = field(default_factory=_empty)
+    metadata: Mapping[str, Any] = _EMPTY
     summary: str | None = None
     seq: int = 0
 
@@ -113,8 +111,7 @@ class Task:
         return int(self.id[5:])
 
 
-@dataclass(frozen=True, slots=True)
-class Member:
+class Member(NamedTuple):
     """A team member (agent hosted by a runtime, or a human)."""
 
     name: str
@@ -129,8 +126,7 @@ class Member:
     joined_at: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
-class PlanRequest:
+class PlanRequest(NamedTuple):
     """A plan request not yet reviewed (``status`` requested or submitted)."""
 
     request_id: str
@@ -231,6 +227,9 @@ class TeamState:
 
 
 EMPTY = TeamState()
+_TASK_FIELD = {name: i for i, name in enumerate(Task._fields)}
+_UPDATED_AT = _TASK_FIELD["updated_at"]
+_SEQ = _TASK_FIELD["seq"]
 
 
 def fold(state: TeamState, event: Event) -> TeamState:
@@ -303,7 +302,13 @@ class _Builder:
     # --- helpers -------------------------------------------------------------------------------
 
     def _put(self, task: Task, event: Event, **changes: Any) -> Task:
-        new = replace(task, updated_at=event.ts, seq=event.seq, **changes)
+        # A hand-rolled _replace: the namedtuple one costs several times more per event.
+        values = list(task)
+        values[_UPDATED_AT] = event.ts
+        values[_SEQ] = event.seq
+        for name, value in changes.items():
+            values[_TASK_FIELD[name]] = value
+        new = Task._make(values)
         self.tasks[task.id] = new
         return new
 
@@ -352,13 +357,13 @@ class _Builder:
     def member_status_changed(self, event: Event, p: Any) -> None:
         body: MemberStatusChanged = p
         member = self.members.get(body.name) or Member(name=body.name, joined_at=event.ts)
-        self.members[body.name] = replace(member, status=body.status, reason=body.reason)
+        self.members[body.name] = member._replace(status=body.status, reason=body.reason)
         self.team_seq = event.seq
 
     def member_stopped(self, event: Event, p: Any) -> None:
         body: MemberStopped = p
         member = self.members.get(body.name) or Member(name=body.name, joined_at=event.ts)
-        self.members[body.name] = replace(member, status="stopped", reason=body.reason)
+        self.members[body.name] = member._replace(status="stopped", reason=body.reason)
         self.team_seq = event.seq
 
     def task_created(self, event: Event, p: Any) -> None:
@@ -466,8 +471,7 @@ class _Builder:
     def plan_submitted(self, event: Event, p: Any) -> None:
         body: PlanSubmitted = p
         task = self.tasks[body.task_id]
-        plan = replace(
-            task.plan,
+        plan = task.plan._replace(
             required=True,
             status="submitted",
             request_id=body.request_id,
@@ -491,7 +495,7 @@ class _Builder:
         body: PlanReviewed = p
         task = self.tasks[body.task_id]
         status: PlanStatus = "approved" if body.approve else "rejected"
-        plan = replace(task.plan, status=status, feedback=body.feedback, reviewer=body.reviewer)
+        plan = task.plan._replace(status=status, feedback=body.feedback, reviewer=body.reviewer)
         self._put(task, event, plan=plan)
         self.plan_requests.pop(body.request_id, None)
 
