@@ -145,15 +145,16 @@ class Projections:
         for drift in verify(state, self.root):
             if drift.kind == "extra":
                 drift.path.unlink(missing_ok=True)
-                line = f"removed projection {drift.path} ({drift.detail})"
+                line = f"removed projection {drift}"
             else:
                 if drift.path == self.team_file:
                     self._put(drift.path, render_team(state))
                 else:
                     self._put(drift.path, render_task(state.task(drift.path.stem)))
-                line = f"rewrote projection {drift.path} ({drift.kind}: {drift.detail})"
-            log.warning(line)
-            lines.append(line)
+                line = f"rewrote projection {drift}"
+            if state.seq > 0:  # creating the files of a brand-new team is not a repair
+                log.warning(line)
+                lines.append(line)
         return lines
 
     def _dirs(self) -> None:
@@ -199,10 +200,9 @@ def verify(state: TeamState, root: Path) -> list[Drift]:
     for path in _task_files(proj.tasks_dir):
         if path.stem not in state.tasks:
             drifts.append(Drift(path, "extra", "no such task in the journal"))
-    if state.seq > 0 or proj.team_file.exists():
-        drift = _check(proj.team_file, render_team(state))
-        if drift is not None:
-            drifts.append(drift)
+    drift = _check(proj.team_file, render_team(state))
+    if drift is not None:
+        drifts.append(drift)
     return drifts
 
 
