@@ -10,6 +10,7 @@ that is not a valid envelope is moved to ``bad/`` with a warning, never retried.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -140,15 +141,14 @@ class Maildir:
         All recipients are checked first: an unknown one refuses the whole call, writing nothing.
         """
         check_agent_name(sender)
-        known = self.agents()
         targets: list[tuple[MessageDraft, str]] = []
         for draft in drafts:
             if draft.to == BROADCAST:
-                targets.extend((draft, agent) for agent in known if agent != sender)
-            elif draft.to in known:
+                targets.extend((draft, agent) for agent in self.agents() if agent != sender)
+            elif (self.inbox(draft.to) / "new").is_dir():
                 targets.append((draft, draft.to))
             else:
-                raise UnknownRecipient(draft.to, known)
+                raise UnknownRecipient(draft.to, self.agents())
         staged: list[tuple[Envelope, str]] = []
         for draft, recipient in targets:
             now = self._clock.now()
@@ -187,13 +187,15 @@ class Maildir:
                     data[:200],
                 )
             payloads.append((envelope, name, data))
-        written: list[Path] = []
-        boxes: dict[Path, None] = {}
+        # Plain string paths: pathlib costs more per message than the syscalls here do.
+        base = os.fspath(self.root)
+        written: dict[str, None] = {}
+        new_dirs: dict[str, None] = {}
         try:
             for envelope, name, data in payloads:
-                tmp = self.root / envelope.to / "tmp" / name
+                tmp = f"{base}/{envelope.to}/tmp/{name}"
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-                written.append(tmp)
+                written[tmp] = None
                 try:
                     write_all(fd, data)
                     self._step("tmp_written")
@@ -202,16 +204,17 @@ class Maildir:
                     os.close(fd)
                 self._step("tmp_synced")
             for envelope, name, _ in payloads:
-                box = self.root / envelope.to
-                os.rename(box / "tmp" / name, box / "new" / name)
-                written.remove(box / "tmp" / name)
-                boxes[box / "new"] = None
+                box = f"{base}/{envelope.to}"
+                os.rename(f"{box}/tmp/{name}", f"{box}/new/{name}")
+                del written[f"{box}/tmp/{name}"]
+                new_dirs[f"{box}/new"] = None
                 self._step("renamed")
         finally:
             for tmp in written:  # a failed call leaves no orphan behind
-                tmp.unlink(missing_ok=True)
-        for new_dir in boxes:
-            fsync_dir(new_dir)
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+        for new_dir in new_dirs:
+            fsync_dir(Path(new_dir))
             self._step("dir_synced")
         return [envelope for envelope, _, _ in payloads]
 

@@ -1,0 +1,207 @@
+"""Mailbox benchmark (DESIGN §12): durable delivery rate and watcher wake latency.
+
+Prints one JSON object: {"benchmark": "mailbox", "figures": [{"name", "value", "unit", "target",
+"ok"}, ...]}. Throughputs are medians over ``--repeat`` runs; every run reads back every
+acknowledged id (zero lost). Wake latency is a message written by another process → the watcher
+callback in this one has re-listed ``new/`` and seen it.
+
+    python benchmarks/bench_mailbox.py [--messages 2000] [--repeat 3] [--samples 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+from mailboxes.maildir import Maildir
+from mailboxes.messages import MessageDraft
+from mailboxes.watch import FileWatcher
+
+BODY = "x" * 200
+
+SENDER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from mailboxes.maildir import Maildir
+    from mailboxes.messages import MessageDraft
+
+    box = Maildir(Path(sys.argv[1]))
+    sender, count = sys.argv[2], int(sys.argv[3])
+    draft = MessageDraft.text("bob", "x" * 200)
+    print("ready", flush=True)
+    sys.stdin.readline()
+    start = time.time()
+    ids = [box.deliver(sender, draft)[0].id for _ in range(count)]
+    print(start, time.time(), flush=True)
+    print(" ".join(ids), flush=True)
+    """
+)
+
+PINGER = textwrap.dedent(
+    """
+    import random, sys, time
+    from pathlib import Path
+    from mailboxes.maildir import Maildir
+    from mailboxes.messages import MessageDraft
+
+    box = Maildir(Path(sys.argv[1]))
+    draft = MessageDraft.text("bob", "ping")
+    for line in sys.stdin:
+        time.sleep(random.uniform(0, 0.01))  # de-phase from the watcher's polling step
+        start = time.time()
+        box.deliver("lead", draft)
+        print(start, flush=True)
+    """
+)
+
+
+def _fresh_box(scratch: Path, name: str) -> Maildir:
+    box = Maildir(scratch / name)
+    box.ensure_inbox("bob")
+    box.ensure_inbox("lead")
+    return box
+
+
+def _read_back(box: Maildir) -> set[str]:
+    return {e.id for e in box.pending("bob", max_messages=10**7, max_bytes=10**12)}
+
+
+def one_sender(scratch: Path, run: int, count: int) -> tuple[float, int]:
+    box = _fresh_box(scratch, f"one{run}")
+    draft = MessageDraft.text("bob", BODY)
+    start = time.perf_counter()
+    ids = [box.deliver("lead", draft)[0].id for _ in range(count)]
+    elapsed = time.perf_counter() - start
+    return count / elapsed, len(set(ids) - _read_back(box))
+
+
+def one_sender_batched(scratch: Path, run: int, count: int, batch: int) -> tuple[float, int]:
+    box = _fresh_box(scratch, f"batch{run}")
+    drafts = [MessageDraft.text("bob", BODY)] * batch
+    start = time.perf_counter()
+    ids = [e.id for _ in range(count // batch) for e in box.deliver_many("lead", drafts)]
+    elapsed = time.perf_counter() - start
+    return len(ids) / elapsed, len(set(ids) - _read_back(box))
+
+
+def many_senders(scratch: Path, run: int, count: int, senders: int) -> tuple[float, int]:
+    box = _fresh_box(scratch, f"many{run}")
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", SENDER, str(box.root), f"s{i}", str(count)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(senders)
+    ]
+    for proc in procs:  # wait until every interpreter is up, then start them together
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    starts, ends, ids = [], [], set()
+    for proc in procs:
+        out, _ = proc.communicate(timeout=600)
+        times, id_line = out.splitlines()
+        start, end = map(float, times.split())
+        starts.append(start)
+        ends.append(end)
+        ids.update(id_line.split())
+    total = count * senders
+    return total / (max(ends) - min(starts)), total - len(ids & _read_back(box))
+
+
+def wake_latency(scratch: Path, samples: int) -> list[float]:
+    box = _fresh_box(scratch, "wake")
+    seen = threading.Event()
+    seen_at: list[float] = []
+
+    def on_change(paths: set[Path]) -> None:
+        if any(box.agent_for_path(p) == "bob" for p in paths) and box.pending("bob"):
+            seen_at.append(time.time())
+            seen.set()
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PINGER, str(box.root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    latencies = []
+    with FileWatcher([box.root], on_change, rescan_s=2.0):
+        for _ in range(samples):
+            seen.clear()
+            seen_at.clear()
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+            sent_at = float(proc.stdout.readline())
+            if not seen.wait(10):
+                raise RuntimeError("watcher never woke")
+            latencies.append(seen_at[0] - sent_at)
+            box.ack("bob", [e.id for e in box.pending("bob")])
+    proc.stdin.close()
+    proc.wait(timeout=60)
+    return latencies
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def figure(name: str, value: float, unit: str, target: str, ok: bool) -> dict[str, object]:
+    return {"name": name, "value": round(value, 3), "unit": unit, "target": target, "ok": ok}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--messages", type=int, default=2000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument("--senders", type=int, default=4)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-mailbox-", dir=Path.cwd()) as tmp:
+        scratch = Path(tmp)
+        one = [one_sender(scratch, r, args.messages) for r in range(args.repeat)]
+        batched = [one_sender_batched(scratch, r, args.messages, 16) for r in range(args.repeat)]
+        many = [
+            many_senders(scratch, r, args.messages // args.senders, args.senders)
+            for r in range(args.repeat)
+        ]
+        wake = wake_latency(scratch, args.samples)
+    lost = sum(lost for _, lost in one + batched + many)
+    batched_rate = statistics.median(rate for rate, _ in batched)
+    one_rate = statistics.median(rate for rate, _ in one)
+    many_rate = statistics.median(rate for rate, _ in many)
+    p50, p99 = percentile(wake, 0.5) * 1000, percentile(wake, 0.99) * 1000
+    figures = [
+        figure("durable_delivery_one_sender", one_rate, "msg/s", ">= 2000", one_rate >= 2000),
+        figure("durable_delivery_one_sender_batches_of_16", batched_rate, "msg/s", "report", True),
+        figure(
+            f"durable_delivery_{args.senders}_sender_processes",
+            many_rate,
+            "msg/s",
+            "report",
+            True,
+        ),
+        figure("messages_lost", lost, "messages", "0", lost == 0),
+        figure("wake_latency_p50", p50, "ms", "<= 10", p50 <= 10),
+        figure("wake_latency_p99", p99, "ms", "<= 50", p99 <= 50),
+    ]
+    print(json.dumps({"benchmark": "mailbox", "figures": figures}))
+
+
+if __name__ == "__main__":
+    main()
