@@ -176,8 +176,6 @@ class AnthropicModel:
         billed: Usage,
         attempts: int,
     ) -> ModelResponse:
-        if last.stop_reason == "max_tokens":
-            content, _ = _drop_cut_tool_use(tuple(content))
         if not content:
             content = [TextBlock(text=CUT_OFF_NOTE)]
         has_tools = any(isinstance(b, ToolUseBlock) for b in content)

@@ -251,7 +251,10 @@ class ScriptedModel:
     def take_fault(self, request: ModelRequest) -> Fault | None:
         """The fault of the agent's next step still to be served, counted as served (fake API)."""
         with self._lock:
-            state = self._state(request.agent)
+            try:
+                state = self._state(request.agent)
+            except ScriptError:
+                return None  # ``complete`` reports it
             if state.next_step >= len(state.script.steps):
                 return None
             if self._matching_rule(state, latest_input(request)) is not None:
