@@ -8,13 +8,13 @@ live team state, skills catalog, memory index). Compaction itself lives in
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import HarnessError
+from harness.outputs import cap_text
 from harness.ports import (
     Message,
     SystemBlock,
@@ -154,26 +154,11 @@ def spill_oversize(
 ) -> list[ToolResultBlock]:
     """Replace results over ``limit_chars`` by a head/tail preview; the full text goes to a
     content-addressed file in ``outputs_dir`` (when given) and the preview names it."""
-    out: list[ToolResultBlock] = []
-    for r in results:
-        if len(r.content) <= limit_chars:
-            out.append(r)
-            continue
-        data = r.content.encode("utf-8", "replace")
-        where = ""
-        if outputs_dir is not None:
-            digest = hashlib.sha256(data).hexdigest()
-            outputs_dir.mkdir(parents=True, exist_ok=True)
-            path = outputs_dir / digest
-            if not path.exists():
-                tmp = path.with_suffix(".tmp")
-                tmp.write_bytes(data)
-                tmp.replace(path)
-            where = f" Full output: {path}"
-        half = max(limit_chars // 2 - 100, 0)
-        preview = (
-            f"{r.content[:half]}\n… [{len(r.content) - 2 * half} characters omitted.{where}] …\n"
-            f"{r.content[-half:] if half else ''}"
+    return [
+        r
+        if len(r.content) <= limit_chars
+        else r.model_copy(
+            update={"content": cap_text(r.content, max_chars=limit_chars, outputs_dir=outputs_dir)}
         )
-        out.append(r.model_copy(update={"content": preview}))
-    return out
+        for r in results
+    ]

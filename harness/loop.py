@@ -104,6 +104,8 @@ class LoopHooks:
     on_user_prompt: Callable[[str], PromptVerdict] | None = None
     on_stop: Callable[[str, bool], StopVerdict] | None = None
     on_message: Callable[[Message], None] | None = None
+    after_tools: Callable[[], str | None] | None = None
+    """Called after each tool batch; a returned text (e.g. a todo reminder) is attached."""
 
 
 @dataclass(frozen=True)
@@ -346,6 +348,9 @@ class AgentLoop:
             )
         results = self._run_tools(calls)
         extra = [TextBlock(text=t) for t in self._take_pending()]
+        note = self.hooks.after_tools() if self.hooks.after_tools else None
+        if note:
+            extra.append(TextBlock(text=note))
         self._append(Message(role="user", content=(*results, *extra)))
         st.last_transition = "tool_use"
         return StepResult(

@@ -1,0 +1,278 @@
+"""Assemble one ``Agent``: model, tools (registry + executor + policy), context, transcript.
+
+The agent owns its loop and everything the loop needs; the team runtime (or ``teamctl ask``)
+passes in what only it knows: the model client, the tool policy, extra tools, hooks and a
+team-state provider whose text is injected into the system prompt before every call.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from harness.compaction import CompactionConfig, Compactor
+from harness.context import SystemPrompt
+from harness.loop import AgentLoop, LoopConfig, LoopHooks, StepResult, TurnResult
+from harness.memory import Memory
+from harness.ports import ContentBlock, Message, ModelClient, ToolResultBlock, ToolUseBlock
+from harness.skills import SkillLibrary
+from harness.tools.base import JobRunner, Tool, ToolContext, ToolPolicy
+from harness.tools.compact_tool import CompactTool
+from harness.tools.executor import ToolExecutor
+from harness.tools.registry import ToolRegistry, builtin_tools
+from harness.tools.skill_tool import LoadSkillTool
+from harness.tools.subagent import SUBAGENT_KEY, SubagentOutcome, TaskInput, TaskTool
+from harness.tools.todo import TodoStore
+from harness.transcript import Transcript, load_transcript, repair_dangling
+
+DEFAULT_IDENTITY = (
+    "You are {name}, a coding agent working in a git repository. You act through tools; prefer "
+    "reading before writing, make small verifiable changes, and say plainly what you did."
+)
+DEFAULT_GUIDANCE = (
+    "Tool use: read files with read_file and search with glob/grep rather than bash; change "
+    "files with edit_file (exactly one match) or write_file; keep a todo list with todo_write "
+    "for multi-step work; use task to delegate a self-contained search or change; load_skill "
+    "when a skill in the catalog fits; compact when your context is full of stale output. "
+    "Independent read-only calls can go in one message and run in parallel."
+)
+
+
+class AgentConfig(BaseModel):
+    """How one agent is built (the team runtime fills it from ``settings.json``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = "agent"
+    """The agent's name: transcript file, hook payloads, fake-API header."""
+    model: str = "claude-sonnet-4-5"
+    """Model name for every request."""
+    max_tokens: int = 8000
+    """``max_tokens`` per model call."""
+    max_turns: int | None = None
+    """Model calls allowed per turn (``None``: unlimited)."""
+    budget_tokens: int | None = None
+    """Total tokens this agent may spend (``None``: unlimited)."""
+    temperature: float | None = None
+    """Sampling temperature (``None``: the API default)."""
+    compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    """Context window and compaction thresholds."""
+    identity: str = DEFAULT_IDENTITY
+    """Static prompt: who the agent is (``{name}`` is filled in)."""
+    tool_guidance: str = DEFAULT_GUIDANCE
+    """Static prompt: how to use the tools."""
+    subagents: bool = True
+    """Offer the ``task`` tool (never offered inside a subagent)."""
+    subagent_max_turns: int = 30
+    """Model calls a subagent may make."""
+    todo_reminder_steps: int = 10
+    """Remind the model of its todo list after this many steps without an update (0: never)."""
+    result_limit_chars: int = 60_000
+    """Tool results above this size are spilled to ``.team/outputs``."""
+    fsync_transcript: bool = True
+    """fsync every transcript line (turn off only in benchmarks of other parts)."""
+
+
+class Agent:
+    """One agent: its loop, tools, skills, memory, todos and transcript."""
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        *,
+        root: Path,
+        model: ModelClient,
+        policy: ToolPolicy,
+        cwd: Path | None = None,
+        transcript_dir: Path | None = None,
+        extra_tools: Sequence[Tool[Any]] = (),
+        tool_names: Collection[str] | None = None,
+        hooks: LoopHooks | None = None,
+        state_provider: Callable[[], str] | None = None,
+        job_runner: JobRunner | None = None,
+        session_id: str = "",
+        resume: bool = False,
+        subagent: bool = False,
+    ) -> None:
+        self.config = config
+        self.root, self.cwd = root, cwd or root
+        self.model, self.policy = model, policy
+        self.transcript_dir = transcript_dir
+        self.is_subagent = subagent
+        self.todos = TodoStore()
+        self.skills = SkillLibrary(root)
+        self.memory = Memory(root)
+        self._subagents: list[Agent] = []
+        self._sub_ids = itertools.count(1)
+        tools: list[Tool[Any]] = [*builtin_tools(self.todos), LoadSkillTool(self.skills)]
+        tools.append(CompactTool(self.request_compaction))
+        if config.subagents and not subagent:
+            tools.append(TaskTool(self._run_subagent))
+        tools += extra_tools
+        if tool_names is not None:
+            tools = [t for t in tools if t.name in tool_names]
+        self.registry = ToolRegistry(tools)
+        self.executor = ToolExecutor(self.registry, policy)
+        self.tool_context = ToolContext(
+            agent=config.name,
+            root=root,
+            cwd=self.cwd,
+            session_id=session_id,
+            outputs_dir=root / ".team" / "outputs",
+            job_runner=job_runner,
+            extra={SUBAGENT_KEY: 1} if subagent else {},
+        )
+        self.system = self._system_prompt(state_provider)
+        self.transcript = (
+            Transcript.for_agent(transcript_dir, config.name, fsync=config.fsync_transcript)
+            if transcript_dir is not None
+            else None
+        )
+        messages = self._initial_messages(resume, session_id)
+        base_hooks = hooks or LoopHooks()
+        self.loop = AgentLoop(
+            model=model,
+            executor=self.executor,
+            tools=self.registry.specs,
+            tool_context=self.tool_context,
+            system=self.system,
+            compactor=Compactor(
+                model, model_name=config.model, agent=config.name, config=config.compaction
+            ),
+            config=LoopConfig(
+                model=config.model,
+                agent=config.name,
+                max_tokens=config.max_tokens,
+                max_turns=config.max_turns,
+                budget_tokens=config.budget_tokens,
+                temperature=config.temperature,
+                result_limit_chars=config.result_limit_chars,
+            ),
+            transcript=self.transcript,
+            hooks=replace(base_hooks, after_tools=base_hooks.after_tools or self._todo_reminder),
+            messages=messages,
+        )
+
+    # -- assembly --------------------------------------------------------------------------
+
+    def _system_prompt(self, state_provider: Callable[[], str] | None) -> SystemPrompt:
+        cfg = self.config
+        prompt = SystemPrompt(
+            identity=cfg.identity.replace("{name}", cfg.name), tool_guidance=cfg.tool_guidance
+        )
+        prompt.add_section(
+            "Workspace",
+            lambda: (
+                f"Repository root: {self.root}\nWorking directory: {self.cwd}\n"
+                f"Agent name: {cfg.name}"
+            ),
+        )
+        if state_provider is not None:
+            prompt.add_section("Team state", state_provider)
+        prompt.add_section("Skills", self.skills.catalog)
+        prompt.add_section("Memory", self.memory.index_text)
+        return prompt
+
+    def _initial_messages(self, resume: bool, session_id: str) -> list[Message]:
+        if self.transcript is None:
+            return []
+        loaded = load_transcript(self.transcript.path)
+        if not resume:
+            if loaded.messages:  # a fresh session over an old file starts from nothing
+                self.transcript.compact_boundary(
+                    [], trigger="new_session", pre_tokens=0, post_tokens=0
+                )
+            self.transcript.meta(agent=self.config.name, session_id=session_id)
+            return []
+        messages = loaded.messages
+        fix = repair_dangling(messages, is_read_only=self._is_read_only, rerun=self._rerun)
+        if fix is not None:
+            self.transcript.message(fix)
+            messages.append(fix)
+        return messages
+
+    def _is_read_only(self, call: ToolUseBlock) -> bool:
+        tool = self.registry.get(call.name)
+        if tool is None:
+            return False
+        try:
+            return bool(tool.is_read_only(tool.input_model.model_validate(call.input)))
+        except ValidationError:
+            return False
+
+    def _rerun(self, calls: list[ToolUseBlock]) -> list[ToolResultBlock]:
+        return self.executor.run_batch(calls, self.tool_context)
+
+    def _todo_reminder(self) -> str | None:
+        name, every = self.config.name, self.config.todo_reminder_steps
+        self.todos.note_step(name)
+        if every <= 0 or not self.todos.get(name):
+            return None
+        return self.todos.reminder(name, after_steps=every)
+
+    def _run_subagent(self, args: TaskInput, ctx: ToolContext) -> SubagentOutcome:
+        cfg = self.config.model_copy(
+            update={
+                "name": f"{self.config.name}.task-{next(self._sub_ids)}",
+                "max_turns": self.config.subagent_max_turns,
+                "subagents": False,
+            }
+        )
+        sub = Agent(
+            cfg,
+            root=self.root,
+            model=self.model,
+            policy=self.policy,
+            cwd=ctx.cwd,
+            transcript_dir=self.transcript_dir,
+            job_runner=self.tool_context.job_runner,
+            session_id=self.tool_context.session_id,
+            subagent=True,
+        )
+        self._subagents.append(sub)
+        try:
+            result = sub.run_turn(args.prompt)
+        finally:
+            self._subagents.remove(sub)
+            sub.close()
+        return SubagentOutcome(result.text, result.transition, result.steps, result.error)
+
+    # -- the loop's API --------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def messages(self) -> list[Message]:
+        return self.loop.messages
+
+    def run_turn(self, user_input: str | Sequence[ContentBlock] | None = None) -> TurnResult:
+        return self.loop.run_turn(user_input)
+
+    def begin_turn(self, user_input: str | Sequence[ContentBlock] | None = None) -> None:
+        self.loop.begin_turn(user_input)
+
+    def step(self) -> StepResult:
+        return self.loop.step()
+
+    def inject(self, text: str) -> None:
+        self.loop.inject(text)
+
+    def interrupt(self) -> None:
+        """Interrupt this agent's turn and any subagent it is running."""
+        self.loop.interrupt()
+        for sub in list(self._subagents):
+            sub.interrupt()
+
+    def request_compaction(self, instructions: str = "") -> None:
+        self.loop.request_compaction(instructions)
+
+    def close(self) -> None:
+        if self.transcript is not None:
+            self.transcript.close()
