@@ -57,13 +57,15 @@ class FileWatcher:
         self._ready.wait(timeout=5.0)
 
     def stop(self) -> None:
-        """Stop and join the thread (idempotent); returns within a few ``step_ms``."""
+        """Stop and join the thread (idempotent); returns within a few ``step_ms``. Called from
+        a callback, it stops the thread without joining it."""
         with self._lock:
             thread, self._thread = self._thread, None
         if thread is None:
             return
         self._stop.set()
-        thread.join()
+        if thread is not threading.current_thread():  # stop() from a callback cannot join
+            thread.join()
 
     def __enter__(self) -> FileWatcher:
         self.start()

@@ -87,6 +87,26 @@ def test_stop_joins_and_is_idempotent(tmp_path: Path) -> None:
     watcher.stop()
 
 
+def test_stop_from_inside_a_callback(tmp_path: Path) -> None:
+    stopped = threading.Event()
+    holder: list[FileWatcher] = []
+    threads: list[threading.Thread] = []
+
+    def stop_self(paths: set[Path]) -> None:
+        threads.append(threading.current_thread())
+        holder[0].stop()
+        stopped.set()
+
+    watcher = FileWatcher([tmp_path], stop_self, rescan_s=0.01)
+    holder.append(watcher)
+    watcher.start()
+    assert stopped.wait(10)
+    watcher.stop()
+    threads[0].join(10)
+    assert not threads[0].is_alive()
+    assert len(threads) == 1  # no call after stop
+
+
 def test_missing_path_falls_back_to_ticks(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     tick = threading.Event()
     with caplog.at_level("ERROR", logger="mailboxes.watch"):
