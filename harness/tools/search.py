@@ -211,7 +211,7 @@ def _content_lines(shown: str, lines: list[str], hits: list[int], context: int) 
     for hit in hits:
         lo, hi = max(0, hit - context), min(len(lines) - 1, hit + context)
         lo = max(lo, last + 1)
-        if out and lo > last + 1:
+        if context and out and lo > last + 1:
             out.append("--")
         for i in range(lo, hi + 1):
             line = lines[i][:MAX_MATCH_LINE_CHARS]
