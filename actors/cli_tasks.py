@@ -6,6 +6,7 @@ A person takes part with ``--as NAME``: the first claim journals ``member.spawne
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -19,26 +20,10 @@ _STATUS_ORDER = ("in_progress", "pending", "completed", "deleted")
 
 
 def task_json(task: Task, state: TeamState) -> dict[str, Any]:
-    """The JSON a program reads for one task."""
-    return {
-        "id": task.id,
-        "subject": task.subject,
-        "description": task.description,
-        "status": task.status,
-        "ready": state.is_ready(task),
-        "owner": task.owner,
-        "human": task.human,
-        "blocked_by": list(task.blocked_by),
-        "blocks": list(task.blocks),
-        "worktree": task.worktree,
-        "epoch": task.epoch,
-        "plan": task.plan.status,
-        "created_by": task.created_by,
-        "created_at": task.created_at,
-        "updated_at": task.updated_at,
-        "summary": task.summary,
-        "metadata": dict(task.metadata),
-    }
+    """The JSON a program reads for one task: the projection file's fields plus ``ready``."""
+    from actors.projections import render_task
+
+    return {**render_task(task), "ready": state.is_ready(task)}
 
 
 def _owner(task: Task) -> str:
@@ -116,12 +101,24 @@ def task_show(task_id: str, as_json: bool) -> None:
         return
     grid = table(f"{found.id}: {found.subject}", ("field", "value"))
     for key, value in data.items():
-        if key in ("id", "subject"):
+        if key in ("id", "subject", "seq"):
             continue
-        if isinstance(value, list):
-            value = ", ".join(value) or "-"
-        grid.add_row(key, "-" if value in (None, "", {}) else str(value))
+        grid.add_row(key.replace("_", " "), _cell(key, value))
     show(grid)
+
+
+def _cell(key: str, value: Any) -> str:
+    if key == "plan" and isinstance(value, dict):
+        return str(value["status"]) if value.get("required") else "-"
+    if key.endswith("_at") and isinstance(value, float) and value:
+        import time
+
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(value))
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "-"
+    if isinstance(value, dict):
+        return json.dumps(value) if value else "-"
+    return "-" if value is None or value == "" else str(value)
 
 
 @task.command("edit")

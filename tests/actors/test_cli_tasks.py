@@ -48,7 +48,7 @@ def test_tasks_table_by_status(repo: Path) -> None:
     assert "ann (human)" in rows[0] and "ready" in rows[1] and "blocked" in rows[2]
     listed = ok_json(["tasks"])
     top = listed[0]
-    assert (top["id"], top["owner"], top["human"]) == ("task_3", "ann", True)
+    assert (top["id"], top["owner"], top["held_by_human"]) == ("task_3", "ann", True)
 
 
 def test_unknown_task_id(repo: Path) -> None:
