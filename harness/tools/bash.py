@@ -69,8 +69,12 @@ def run_command(
     pipe_grace_s: float = 0.25,
     head_bytes: int = DEFAULT_HEAD_BYTES,
     tail_bytes: int = DEFAULT_TAIL_BYTES,
+    use_pidfd: bool = True,
 ) -> CommandResult:
-    """Run ``command`` to completion or timeout; never leaves a member of its group alive."""
+    """Run ``command`` to completion or timeout; never leaves a member of its group alive.
+
+    ``use_pidfd=False`` forces the portable fallback (poll every 50 ms for the exit).
+    """
     capture = BoundedCapture(outputs_dir, head_bytes=head_bytes, tail_bytes=tail_bytes)
     proc = subprocess.Popen(
         [shell, "-c", command],
@@ -84,7 +88,7 @@ def run_command(
     )
     assert proc.stdout is not None
     pipe = proc.stdout.fileno()
-    pidfd = _pidfd_open(proc.pid)
+    pidfd = _pidfd_open(proc.pid) if use_pidfd else None
     deadline = time.monotonic() + timeout_s
     try:
         exited, eof = _pump(proc, pipe, pidfd, capture, deadline, pipe_grace_s)
@@ -231,8 +235,10 @@ class BashTool(Tool[BashInput]):
         pipe_grace_s: float = 0.25,
         head_bytes: int = DEFAULT_HEAD_BYTES,
         tail_bytes: int = DEFAULT_TAIL_BYTES,
+        use_pidfd: bool = True,
     ) -> None:
         self.shell = shell
+        self.use_pidfd = use_pidfd
         self.kill_grace_s = kill_grace_s
         self.pipe_grace_s = pipe_grace_s
         self.head_bytes = head_bytes
@@ -257,6 +263,7 @@ class BashTool(Tool[BashInput]):
             pipe_grace_s=self.pipe_grace_s,
             head_bytes=self.head_bytes,
             tail_bytes=self.tail_bytes,
+            use_pidfd=self.use_pidfd,
         )
         failed = result.timed_out or result.exit_code != 0
         return ToolOutput(result.render(args.timeout_s), is_error=failed)

@@ -68,14 +68,16 @@ def wait_gone(pid: int, timeout: float = 10.0) -> bool:
         os.close(fd)
 
 
-def test_output_and_exit_codes(ctx: ToolContext) -> None:
-    ok = bash(ctx, command="echo out; echo err >&2")
+@pytest.mark.parametrize("use_pidfd", [True, False], ids=["pidfd", "poll"])
+def test_output_and_exit_codes(ctx: ToolContext, use_pidfd: bool) -> None:
+    tool = BashTool(use_pidfd=use_pidfd)
+    ok = bash(ctx, tool, command="echo out; echo err >&2")
     assert not ok.is_error and ok.content == "out\nerr\n[exit code 0]"
-    failed = bash(ctx, command="echo nope; exit 7")
+    failed = bash(ctx, tool, command="echo nope; exit 7")
     assert failed.is_error and failed.content == "nope\n[exit code 7]"
-    silent = bash(ctx, command="true")
+    silent = bash(ctx, tool, command="true")
     assert silent.content == "(no output)\n[exit code 0]"
-    signalled = bash(ctx, command="kill -KILL $$")
+    signalled = bash(ctx, tool, command="kill -KILL $$")
     assert signalled.is_error and "[killed by signal 9]" in signalled.content
 
 
@@ -97,8 +99,11 @@ def test_environment_is_non_interactive(ctx: ToolContext) -> None:
     assert lines[3:5] == ["no-tty", "own-group"]
 
 
-def test_a_hanging_command_times_out_and_its_group_is_killed(ctx: ToolContext) -> None:
-    tool = BashTool(kill_grace_s=0.5)
+@pytest.mark.parametrize("use_pidfd", [True, False], ids=["pidfd", "poll"])
+def test_a_hanging_command_times_out_and_its_group_is_killed(
+    ctx: ToolContext, use_pidfd: bool
+) -> None:
+    tool = BashTool(kill_grace_s=0.5, use_pidfd=use_pidfd)
     r = bash(ctx, tool, command="echo PID $$; sleep 1000 & echo PID $!; wait", timeout_s=0.5)
     assert r.is_error and "[timed out after 0.5 s; the process group was killed]" in r.content
     pids = pids_in(r.content)
@@ -121,9 +126,13 @@ def test_closing_stdout_does_not_escape_the_timeout(ctx: ToolContext) -> None:
     assert wait_gone(pid)
 
 
-def test_a_background_child_holding_the_pipe_does_not_hang_the_call(ctx: ToolContext) -> None:
+@pytest.mark.parametrize("use_pidfd", [True, False], ids=["pidfd", "poll"])
+def test_a_background_child_holding_the_pipe_does_not_hang_the_call(
+    ctx: ToolContext, use_pidfd: bool
+) -> None:
     # timeout_s is long: returning without "timed out" proves the pipe grace path ended it
-    r = bash(ctx, command="sleep 1000 & echo PID $!", timeout_s=120)
+    tool = BashTool(use_pidfd=use_pidfd)
+    r = bash(ctx, tool, command="sleep 1000 & echo PID $!", timeout_s=120)
     assert not r.is_error, r.content
     assert "timed out" not in r.content
     assert "[exit code 0]" in r.content and "background processes" in r.content
