@@ -26,7 +26,7 @@ from pathlib import Path
 
 from mailboxes.errors import JournalCorrupt
 from mailboxes.events import Event, JournalTailRepaired, draft
-from mailboxes.fsutil import fsync_dir, remove_orphan_tmp, write_all
+from mailboxes.fsutil import fsync_dir, write_all
 from mailboxes.journal_base import Appended, WallClock, check_after, stamp
 from mailboxes.journal_frame import BadLine, decode_event, encode, iter_lines
 from mailboxes.ports import Clock, Decide
@@ -37,6 +37,32 @@ LOCK_NAME = "journal.lock"
 FaultHook = Callable[[str], None]
 """Test seam: called with ``"after_write"``, ``"after_fsync"``, ``"after_commit"`` during an
 append (crash-point tests kill the process there)."""
+
+
+def remove_orphan_tmp_files(folder: Path) -> list[Path]:
+    """Delete ``.<name>.<pid>.tmp`` files (``fsutil.atomic_write``) whose writer is dead.
+
+    A live writer's file is kept: a projection written outside the journal lock (settings,
+    snapshot) may be between its write and its rename right now.
+    """
+    removed = []
+    for tmp in folder.glob(".*.tmp"):
+        pid = tmp.name.rsplit(".", 2)[-2] if tmp.name.count(".") >= 3 else ""
+        if pid.isdigit() and _alive(int(pid)):
+            continue
+        tmp.unlink(missing_ok=True)
+        removed.append(tmp)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
 
 
 class FileJournal:
@@ -64,9 +90,7 @@ class FileJournal:
         with self._exclusive() as fd:
             if created:
                 fsync_dir(self.team_dir)
-            # Under the lock no live writer is between tmp and rename (projections are
-            # written in on_commit), so every tmp file here is an orphan.
-            remove_orphan_tmp(self.team_dir)
+            remove_orphan_tmp_files(self.team_dir)
             self._catch_up(fd)
 
     # --- EventStore ---------------------------------------------------------------------------
@@ -211,7 +235,8 @@ class FileJournal:
         seq = self._by_op_id.get(op_id)
         if seq is None:
             return None
-        return next(self._events(fd, seq, self._end))
+        end = self._offsets[seq] if seq < len(self._offsets) else self._end
+        return next(self._events(fd, seq, end))
 
     def _events(self, fd: int, seq: int, end: int) -> Iterator[Event]:
         """Validated events from ``seq`` up to byte ``end`` (already indexed lines)."""

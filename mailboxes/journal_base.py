@@ -52,6 +52,7 @@ def stamp(
     Every draft is validated first (``InvalidEvent``), so a bad batch stores nothing. A draft
     whose ``op_id`` is already stored (``lookup``) or earlier in the batch yields that event.
     """
+    drafts = list(drafts)  # decide may hand back any iterable; it is walked twice
     for candidate in drafts:
         if not isinstance(candidate, EventDraft):
             raise TypeError(f"decide must return EventDrafts, got {type(candidate).__name__}")

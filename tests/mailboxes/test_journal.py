@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -177,13 +180,22 @@ def test_appending_from_inside_on_commit_is_an_error_not_a_deadlock(tmp_path: Pa
     assert journal.last_seq() == 1
 
 
-def test_orphan_tmp_files_are_removed_at_open(tmp_path: Path) -> None:
-    orphan = tmp_path / ".team.json.4242.tmp"
-    orphan.write_text("{half")
+def test_orphan_tmp_files_of_dead_writers_are_removed_at_open(tmp_path: Path) -> None:
+    child = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        text=True,
+        capture_output=True,
+        check=True,
+    )
+    orphan = tmp_path / f".team.json.{child.stdout.strip()}.tmp"  # its writer has exited
+    nameless = tmp_path / ".snapshot.tmp"
+    in_flight = tmp_path / f".settings.json.{os.getpid()}.tmp"  # a live writer's
     keep = tmp_path / "settings.json"
-    keep.write_text("{}")
+    for path in (orphan, nameless, in_flight, keep):
+        path.write_text("{half")
     FileJournal(tmp_path)
-    assert not orphan.exists() and keep.exists()
+    assert not orphan.exists() and not nameless.exists()
+    assert in_flight.exists() and keep.exists()
 
 
 def test_clock_sets_ts_and_missing_team_dir_is_explained(tmp_path: Path) -> None:

@@ -114,6 +114,8 @@ def test_duplicate_op_id_returns_the_stored_event(make_store: StoreFactory) -> N
     in_batch = add(store, task(3, op_id="op-c"), task(4, op_id="op-c"))
     assert in_batch[0] == in_batch[1] and in_batch[0].seq == 3
     assert [e.op_id for e in store.read_from(1)] == ["op-a", "op-b", "op-c"]
+    assert add(store, task(5, op_id="op-a"), task(6, op_id="op-b")) == [original, again[1]]
+    assert store.last_seq() == 3
 
 
 def test_op_id_seen_by_a_second_store_on_the_same_backing(make_store: StoreFactory) -> None:
