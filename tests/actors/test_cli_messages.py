@@ -56,3 +56,10 @@ def test_a_garbage_message_file_is_moved_aside_with_a_warning(repo: Path) -> Non
     assert "warning:" in result.stderr and "bad" in result.stderr
     assert [m["body"]["text"] for m in json.loads(result.stdout)] == ["fine"]
     assert len(list((new.parent / "bad").iterdir())) == 1
+
+
+def test_invalid_names_are_one_line_errors(repo: Path) -> None:
+    assert "invalid MessageDraft: to:" in fails(["send", "../x", "hi"])
+    assert "invalid agent name" in fails(["inbox", "../x"])
+    assert "invalid agent name" in fails(["send", "lead", "hi", "--as", "a/b"])
+    assert ok_json(["inbox", "lead"]) == []
