@@ -50,7 +50,7 @@ class AgentConfig(BaseModel):
 
     name: str = "agent"
     """The agent's name: transcript file, hook payloads, fake-API header."""
-    model: str = "claude-sonnet-4-5"
+    model: str = "claude-sonnet-4-6"
     """Model name for every request."""
     max_tokens: int = 8000
     """``max_tokens`` per model call."""

@@ -63,7 +63,7 @@ class LoopConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    model: str = "claude-sonnet-4-5"
+    model: str = "claude-sonnet-4-6"
     """Model name sent with every request."""
     agent: str = "agent"
     """The agent's name (request header for the fake API, transcript file name)."""

@@ -1,0 +1,376 @@
+"""``teamctl ask PROMPT``: one agent, one turn, in a repository, without a team.
+
+``run_ask`` holds the logic (testable in-process with any ``ModelClient``); ``ask_command`` is a
+ready-to-wire click command that builds an ``AnthropicModel`` (imported lazily: it is slow to
+import) and calls it. Exit codes: 0 success, 1 the turn failed (model error, max turns, budget,
+stopped by a hook), 3 the final answer never matched ``--json-schema``, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal, TextIO
+
+import click
+
+from harness.agent import Agent, AgentConfig
+from harness.errors import HarnessError
+from harness.loop import LoopHooks, TurnResult
+from harness.ports import Message, ModelClient
+from harness.tools.base import Approver, ToolPolicy
+from harness.transcript import load_transcript
+
+OutputFormat = Literal["text", "json", "stream-json"]
+PolicyFactory = Callable[[Path, str, Approver | None], ToolPolicy]
+"""Builds the tool policy from (repository root, permission mode, approver)."""
+
+ASK_AGENT = "ask"
+EXIT_OK, EXIT_FAILED, EXIT_SCHEMA, EXIT_INTERRUPTED = 0, 1, 3, 130
+SUBTYPES = {
+    "completed": "success",
+    "max_turns": "error_max_turns",
+    "budget": "error_max_budget",
+    "hook_stopped": "error_stopped_by_hook",
+    "interrupted": "error_interrupted",
+    "error": "error_during_execution",
+}
+DEFAULT_MODEL = "claude-sonnet-4-6"
+
+
+# -- JSON schema (the common subset: type, enum, const, properties, required,
+# additionalProperties, items, lengths, bounds, pattern, anyOf/oneOf/allOf; no $ref) ---------
+
+_TYPES: dict[str, Callable[[Any], bool]] = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+    "integer": lambda v: (
+        (isinstance(v, int) and not isinstance(v, bool))
+        or (isinstance(v, float) and v.is_integer())
+    ),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+}
+
+
+def schema_errors(value: Any, schema: Any, path: str = "$") -> list[str]:
+    """Every way ``value`` violates ``schema`` (empty when it validates)."""
+    if not isinstance(schema, dict):
+        return []
+    kind = schema.get("type")
+    if kind is not None:
+        kinds = kind if isinstance(kind, list) else [kind]
+        if not any(_TYPES.get(k, lambda v: True)(value) for k in kinds):
+            return [f"{path}: expected {kind}, got {type(value).__name__}"]
+    errs: list[str] = []
+    if "enum" in schema and value not in schema["enum"]:
+        errs.append(f"{path}: {value!r} is not one of {schema['enum']}")
+    if "const" in schema and value != schema["const"]:
+        errs.append(f"{path}: must be {schema['const']!r}")
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        errs += [f"{path}: missing {r!r}" for r in schema.get("required", []) if r not in value]
+        extra = schema.get("additionalProperties", True)
+        for k, v in value.items():
+            if k in props:
+                errs += schema_errors(v, props[k], f"{path}.{k}")
+            elif extra is False:
+                errs.append(f"{path}: unexpected property {k!r}")
+            else:
+                errs += schema_errors(v, extra, f"{path}.{k}")
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            errs += schema_errors(item, schema.get("items"), f"{path}[{i}]")
+        if len(value) < schema.get("minItems", 0):
+            errs.append(f"{path}: fewer than {schema['minItems']} items")
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            errs.append(f"{path}: more than {schema['maxItems']} items")
+    if isinstance(value, str):
+        if len(value) < schema.get("minLength", 0):
+            errs.append(f"{path}: shorter than {schema['minLength']}")
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            errs.append(f"{path}: longer than {schema['maxLength']}")
+        if "pattern" in schema and not re.search(schema["pattern"], value):
+            errs.append(f"{path}: does not match /{schema['pattern']}/")
+    if _TYPES["number"](value):
+        if "minimum" in schema and value < schema["minimum"]:
+            errs.append(f"{path}: below {schema['minimum']}")
+        if "maximum" in schema and value > schema["maximum"]:
+            errs.append(f"{path}: above {schema['maximum']}")
+    for sub in schema.get("allOf", []):
+        errs += schema_errors(value, sub, path)
+    if "anyOf" in schema and all(schema_errors(value, s, path) for s in schema["anyOf"]):
+        errs.append(f"{path}: matches none of anyOf")
+    if "oneOf" in schema and sum(not schema_errors(value, s, path) for s in schema["oneOf"]) != 1:
+        errs.append(f"{path}: must match exactly one of oneOf")
+    return errs
+
+
+def extract_json(text: str) -> Any:
+    """The JSON value in a final answer: the whole text, a fenced block, or the outermost
+    ``{...}``/``[...]``; raises ``ValueError`` when there is none."""
+    candidates = [text.strip()]
+    fence = re.search(r"```(?:json)?\s*\n(.*?)```", text, re.S)
+    if fence:
+        candidates.append(fence.group(1).strip())
+    for open_, close in ("{}", "[]"):
+        i, j = text.find(open_), text.rfind(close)
+        if 0 <= i < j:
+            candidates.append(text[i : j + 1])
+    for c in candidates:
+        try:
+            return json.loads(c)
+        except ValueError:
+            continue
+    raise ValueError("the answer contains no JSON value")
+
+
+# -- the command's logic ---------------------------------------------------------------
+
+
+class _Output:
+    """Writes results in the chosen format."""
+
+    def __init__(self, fmt: OutputFormat, out: TextIO, session_id: str) -> None:
+        self.fmt, self.out, self.session_id = fmt, out, session_id
+
+    def emit(self, obj: dict[str, Any]) -> None:
+        self.out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        self.out.flush()
+
+    def message(self, message: Message) -> None:
+        if self.fmt == "stream-json":
+            self.emit(
+                {
+                    "type": message.role,
+                    "message": message.model_dump(mode="json", exclude_none=True),
+                    "session_id": self.session_id,
+                }
+            )
+
+
+def run_ask(
+    repo_root: Path,
+    prompt: str,
+    *,
+    model_client: ModelClient,
+    output_format: OutputFormat = "text",
+    max_turns: int | None = None,
+    json_schema: dict[str, Any] | None = None,
+    resume: bool = False,
+    permission_mode: str = "default",
+    approver: Approver | None = None,
+    policy_factory: PolicyFactory,
+    model: str = DEFAULT_MODEL,
+    max_schema_repairs: int = 2,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    """Run one turn of one agent on ``repo_root`` and write the result; returns the exit code."""
+    out, err = out or sys.stdout, err or sys.stderr
+    transcripts = repo_root / ".team" / "transcripts"
+    session_id = ""
+    if resume:
+        session_id = str(
+            load_transcript(transcripts / f"{ASK_AGENT}.jsonl").meta.get("session_id", "")
+        )
+    session_id = session_id or uuid.uuid4().hex
+    output = _Output(output_format, out, session_id)
+    agent = Agent(
+        AgentConfig(name=ASK_AGENT, model=model, max_turns=max_turns),
+        root=repo_root,
+        model=model_client,
+        policy=policy_factory(repo_root, permission_mode, approver),
+        transcript_dir=transcripts,
+        hooks=LoopHooks(on_message=output.message),
+        session_id=session_id,
+        resume=resume,
+    )
+    if output_format == "stream-json":
+        output.emit(
+            {
+                "type": "system",
+                "subtype": "init",
+                "session_id": session_id,
+                "cwd": str(repo_root),
+                "model": model,
+                "tools": agent.registry.names(),
+                "permission_mode": permission_mode,
+            }
+        )
+    try:
+        if json_schema is not None:
+            prompt += (
+                "\n\nYour final answer must be a single JSON value, and nothing else, that "
+                f"validates against this JSON schema:\n{json.dumps(json_schema)}"
+            )
+        result = agent.run_turn(prompt)
+        turns = result.steps
+        structured: Any = None
+        schema_failed = False
+        if json_schema is not None and result.transition == "completed":
+            for attempt in range(max_schema_repairs + 1):
+                problems = _check(result.text, json_schema)
+                if not problems:
+                    structured = extract_json(result.text)
+                    break
+                if attempt == max_schema_repairs:
+                    schema_failed = True
+                    break
+                result = agent.run_turn(
+                    "Your final answer does not validate against the required JSON schema:\n- "
+                    + "\n- ".join(problems[:20])
+                    + "\nAnswer again with only the corrected JSON value."
+                )
+                turns += result.steps
+                if result.transition != "completed":
+                    break
+        return _report(output, result, turns, structured, schema_failed, err)
+    finally:
+        agent.close()
+
+
+def _check(text: str, schema: dict[str, Any]) -> list[str]:
+    try:
+        value = extract_json(text)
+    except ValueError as exc:
+        return [str(exc)]
+    return schema_errors(value, schema)
+
+
+def _report(
+    output: _Output,
+    result: TurnResult,
+    turns: int,
+    structured: Any,
+    schema_failed: bool,
+    err: TextIO,
+) -> int:
+    subtype = "error_json_schema" if schema_failed else SUBTYPES[result.transition]
+    ok = subtype == "success"
+    code = (
+        EXIT_OK
+        if ok
+        else EXIT_SCHEMA
+        if schema_failed
+        else EXIT_INTERRUPTED
+        if result.transition == "interrupted"
+        else EXIT_FAILED
+    )
+    if output.fmt == "text":
+        if ok:
+            text = json.dumps(structured) if structured is not None else result.text
+            output.out.write(text.rstrip("\n") + "\n")
+        else:
+            detail = result.error or result.text or result.transition
+            err.write(f"teamctl ask: {subtype}: {detail.strip()}\n")
+        return code
+    output.emit(
+        {
+            "type": "result",
+            "subtype": subtype,
+            "is_error": not ok,
+            "result": result.text,
+            "structured_output": structured,
+            "stop_reason": result.transition,
+            "error": result.error,
+            "num_turns": turns,
+            "session_id": output.session_id,
+            "usage": result.usage.model_dump(),
+        }
+    )
+    return code
+
+
+# -- the click command (wired into the CLI by its owner) ---------------------------------
+
+
+def find_repo_root(start: Path) -> Path:
+    """The nearest folder at or above ``start`` holding ``.git``; ``start`` when none."""
+    for p in (start, *start.parents):
+        if (p / ".git").exists():
+            return p
+    return start
+
+
+def default_policy_factory(root: Path, mode: str, approver: Approver | None) -> ToolPolicy:
+    """The harness policy (settings rules, hooks, mode) for ``root``."""
+    raise click.ClickException("the permission policy is not available in this build yet")
+
+
+def console_approver(request: Any, ctx: Any, reason: str) -> bool:
+    """Ask the human at the terminal (only used when stdin is a TTY)."""
+    what = f"{request.tool}({request.target})" if request.target else request.tool
+    return click.confirm(f"Allow {what}? {reason}".strip(), default=False, err=True)
+
+
+def _model_from_env(model: str) -> ModelClient:
+    base = os.environ.get("ANTHROPIC_BASE_URL", "")
+    if not os.environ.get("ANTHROPIC_API_KEY"):
+        if not re.match(r"https?://(127\.|localhost|\[::1\])", base):
+            raise click.ClickException(
+                "ANTHROPIC_API_KEY is not set: export it, or try `teamctl demo` for a scripted run"
+            )
+        os.environ["ANTHROPIC_API_KEY"] = "fake-api-key"  # a local fake API needs no real key
+    from harness.anthropic_model import AnthropicModel  # slow import: only when asked
+
+    return AnthropicModel(model)
+
+
+@click.command("ask")
+@click.argument("prompt", required=False)
+@click.option("--output-format", type=click.Choice(["text", "json", "stream-json"]), default="text")
+@click.option("--model", default=DEFAULT_MODEL, show_default=True, help="Model name.")
+@click.option("--max-turns", type=int, default=None, help="Model calls allowed.")
+@click.option("--json-schema", "schema_file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--resume", is_flag=True, help="Continue the last `ask` session.")
+@click.option(
+    "--permission-mode",
+    type=click.Choice(["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"]),
+    default="default",
+)
+def ask_command(
+    prompt: str | None,
+    output_format: OutputFormat,
+    model: str,
+    max_turns: int | None,
+    schema_file: str | None,
+    resume: bool,
+    permission_mode: str,
+) -> None:
+    """Run one agent on the current repository and print its answer."""
+    if prompt is None:
+        if sys.stdin.isatty():
+            raise click.UsageError("give a PROMPT (or pipe one on stdin)")
+        prompt = sys.stdin.read()
+    schema = None
+    if schema_file:
+        try:
+            schema = json.loads(Path(schema_file).read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise click.ClickException(f"{schema_file}: not JSON: {exc}") from exc
+    client = _model_from_env(model)
+    try:
+        code = run_ask(
+            find_repo_root(Path.cwd()),
+            prompt,
+            model_client=client,
+            output_format=output_format,
+            max_turns=max_turns,
+            json_schema=schema,
+            resume=resume,
+            permission_mode=permission_mode,
+            approver=console_approver if sys.stdin.isatty() else None,
+            policy_factory=default_policy_factory,
+            model=model,
+        )
+    except HarnessError as exc:
+        raise click.ClickException(str(exc)) from exc
+    sys.exit(code)
