@@ -39,9 +39,8 @@ from harness.ports import (
     Usage,
 )
 from harness.pricing import cost_usd
-from harness.wire import request_to_api, response_from_api
+from harness.wire import AGENT_HEADER, request_to_api, response_from_api
 
-AGENT_HEADER = "x-teamctl-agent"
 CUT_OFF_NOTE = "[output cut off at the token limit]"
 
 

@@ -29,6 +29,7 @@ _STREAM_ERROR_STATUS = {
     "billing_error": 402,
     "not_found_error": 404,
 }
+NO_KEY = "no API key: set ANTHROPIC_API_KEY (or run `teamctl demo` to try it without one)"
 _BY_STATUS = {401: "authentication", 402: "billing", 403: "permission", 404: "not_found"}
 
 
@@ -88,8 +89,11 @@ def classify(exc: BaseException, *, now: float) -> Failure | None:
     """The ``Failure`` an SDK/transport exception stands for; ``None`` if it is not one."""
     if isinstance(exc, anthropic.APIConnectionError | httpx2.TransportError):
         return Failure("connection", f"connection failed: {exc}", None)
+    if isinstance(exc, TypeError) and "authentication method" in str(exc):
+        # The SDK's way of saying that no key was found (raised when the request is built).
+        return Failure("authentication", NO_KEY, None)
     if not isinstance(exc, anthropic.APIStatusError):
-        return None
+        return Failure("api_error", str(exc), None) if isinstance(exc, anthropic.APIError) else None
     body = exc.body
     error_type = _error_field(body, "type") or ""
     message = _error_field(body, "message") or str(exc)

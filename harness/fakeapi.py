@@ -25,11 +25,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.errors import ScriptError
-from harness.ports import ModelResponse, TextBlock, ThinkingBlock, ToolUseBlock
+from harness.ports import ModelRequest, ModelResponse, TextBlock, ThinkingBlock, ToolUseBlock
 from harness.scripted import Fault, Script, ScriptedModel
-from harness.wire import request_from_api, response_to_api, usage_to_api
+from harness.wire import AGENT_HEADER, request_from_api, response_to_api, usage_to_api
 
-AGENT_HEADER = "x-teamctl-agent"
 _CHUNK = 16
 _ERROR_STATUS = {"overloaded_error": 529, "api_error": 500, "rate_limit_error": 429}
 
@@ -117,7 +116,9 @@ def truncate_plan(
     return kept
 
 
-def _plan_to_json(response: ModelResponse, plan: list[tuple[dict[str, Any], str, str]]) -> dict:  # type: ignore[type-arg]
+def _plan_to_json(
+    response: ModelResponse, plan: list[tuple[dict[str, Any], str, str]]
+) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     for start, kind, text in plan:
         block = dict(start)
@@ -226,35 +227,35 @@ class _Handler(BaseHTTPRequestHandler):
         fault = fake.next_fault(request)
         headers = {k.lower(): v for k, v in self.headers.items()}
         fake.record(RecordedRequest(self.path, headers, body, agent, fault.kind if fault else None))
-        stream = bool(body.get("stream"))
-        if fault is not None and fault.kind == "reset":
+        self._answer(request, fault, stream=bool(body.get("stream")))
+
+    def _answer(self, request: ModelRequest, fault: Fault | None, *, stream: bool) -> None:
+        mid_stream = fault is not None and fault.kind in ("stream_error", "stream_reset")
+        if fault is not None and (
+            fault.kind == "reset" or (fault.kind == "stream_reset" and not stream)
+        ):
             self._reset()
             return
         if fault is not None and fault.kind == "delay":
             time.sleep(fault.seconds)
-        if (
-            fault is not None
-            and not fault.consumes_step
-            and not (stream and fault.kind == "stream_error")
-        ):
+        if fault is not None and not fault.consumes_step and not (stream and mid_stream):
             status, payload, extra = fault_status(fault)
             self._send_json(status, payload, extra)
             return
-        try:
-            response = (
-                fake.model.complete(request) if fault is None or fault.consumes_step else None
-            )
-        except ScriptError as exc:
-            fake.script_errors.append(str(exc))
-            self._send_json(400, error_body("invalid_request_error", str(exc)))
-            return
-        if response is None:  # a stream_error before any scripted content
+        if mid_stream:  # the error comes after some output that is not from the script
             response = ModelResponse(
                 id="msg_fake_error",
                 model=request.model,
                 content=(TextBlock(text="partial output before the error"),),
                 stop_reason="end_turn",
             )
+        else:
+            try:
+                response = self.server.fake.model.complete(request)
+            except ScriptError as exc:
+                self.server.fake.record_script_error(str(exc))
+                self._send_json(400, error_body("invalid_request_error", str(exc)))
+                return
         plan = _block_plan(response)
         if fault is not None and fault.kind == "max_tokens" and plan:
             plan = truncate_plan(plan, fault.keep_chars)
@@ -263,14 +264,29 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, _plan_to_json(response, plan))
             return
         error = None
-        if fault is not None and fault.kind == "stream_error":
+        if fault is not None and mid_stream:
             error = error_body(fault.error_type, fault.message or "Overloaded")
+        self._stream(
+            response, plan, error, reset=fault is not None and fault.kind == "stream_reset"
+        )
+
+    def _stream(
+        self,
+        response: ModelResponse,
+        plan: list[tuple[dict[str, Any], str, str]],
+        error: dict[str, Any] | None,
+        *,
+        reset: bool,
+    ) -> None:
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
         self.send_header("request-id", "req_fake")
         self.end_headers()
         for event, data in sse_events(response, plan, error=error):
+            if event == "error" and reset:
+                self._reset()
+                return
             self.wfile.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
             self.wfile.flush()
 
@@ -321,6 +337,10 @@ class FakeMessagesServer:
     def record(self, request: RecordedRequest) -> None:
         with self._lock:
             self._requests.append(request)
+
+    def record_script_error(self, message: str) -> None:
+        with self._lock:
+            self.script_errors.append(message)
 
     @property
     def requests(self) -> list[RecordedRequest]:

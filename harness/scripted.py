@@ -61,6 +61,7 @@ FaultKind = Literal[
     "delay",
     "max_tokens",
     "stream_error",
+    "stream_reset",
     "prompt_too_long",
     "spend_limit",
 ]
@@ -76,7 +77,8 @@ class Fault(_Spec):
     kind: FaultKind
     """rate_limit (429), overloaded (529), server_error (500), reset (socket closed without a
     response), delay (sleep then answer), max_tokens (answer truncated), stream_error (an ``error``
-    event mid-stream; a 529-like status for non-streaming requests), prompt_too_long (400),
+    event mid-stream; a 529-like status for non-streaming requests), stream_reset (the connection
+    dropped mid-stream; a plain reset for non-streaming requests), prompt_too_long (400),
     spend_limit (429 that must not be retried)."""
     times: int = Field(default=1, ge=1)
     """How many consecutive requests this fault applies to."""

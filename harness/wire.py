@@ -25,6 +25,8 @@ from harness.ports import (
     Usage,
 )
 
+AGENT_HEADER = "x-teamctl-agent"
+"""The request header naming the calling agent (the fake API keys its script on it)."""
 MAX_CACHE_BREAKPOINTS = 4
 _EPHEMERAL = {"type": "ephemeral"}
 _CACHEABLE = ("text", "tool_use", "tool_result")

@@ -148,6 +148,17 @@ def test_overloaded_event_mid_stream_is_retried(
 
 
 @pytest.mark.parametrize("stream", [True, False])
+def test_connection_dropped_mid_stream_is_retried(
+    fake_api: FakeApiFactory, clock: RecordingClock, stream: bool
+) -> None:
+    server = fake_api(SCRIPT, faults=[Fault(kind="stream_reset", times=2)])
+    response = make_model(server, clock, stream=stream).complete(request())
+    assert_whole_tool_uses(response.content)
+    assert response.content[0] == TextBlock(text="Writing it.")
+    assert len(server.requests) == 3 and len(clock.sleeps) == 2
+
+
+@pytest.mark.parametrize("stream", [True, False])
 def test_max_tokens_in_a_tool_use_escalates_then_continues(
     fake_api: FakeApiFactory, clock: RecordingClock, stream: bool
 ) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from harness.anthropic_model import AnthropicModel
 from harness.anthropic_recovery import is_spend_limit, parse_retry_after
+from harness.errors import ModelError
 from harness.ports import (
     Message,
     ModelRequest,
@@ -197,3 +198,17 @@ def test_pricing_table() -> None:
     )
     assert cost_usd("claude-sonnet-4-6", usage) == pytest.approx(3 + 15 + 3.75 + 0.3)
     assert cost_usd("mystery", usage) is None
+
+
+def test_a_missing_key_is_one_clear_authentication_error(
+    fake_api: FakeApiFactory, clock: RecordingClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = fake_api({"agents": {"agent": {"steps": ["never"]}}})
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", "/nonexistent-home")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+    model = AnthropicModel("claude-haiku-4-5", clock=clock)
+    with pytest.raises(ModelError, match="ANTHROPIC_API_KEY") as info:
+        model.complete(ModelRequest(model="", messages=CONVERSATION[:1]))
+    assert info.value.kind == "authentication" and server.requests == []
