@@ -8,10 +8,13 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mailboxes.errors import BadMessage, UnknownRecipient
 from mailboxes.maildir import Maildir
@@ -329,3 +332,54 @@ def test_sigkill_mid_delivery_loses_nothing_acknowledged(tmp_path: Path, kill_at
     assert box.recover(older_than_s=0) == len(orphans)
     assert _files(box, "bob", "tmp") == []
     assert len(box.pending("bob")) == len(new_names)
+
+
+# -- model-based: any interleaving keeps order, dedupe and the one-place rule -------------------
+
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("send"), st.sampled_from(["bob", "carol", "*"]), st.floats(0, 2)),
+        st.tuples(st.just("ack"), st.sampled_from(["bob", "carol"]), st.integers(0, 3)),
+        st.tuples(st.just("dup"), st.sampled_from(["bob", "carol"]), st.integers(0, 5)),
+    ),
+    max_size=15,
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(ops=OPS)
+def test_any_interleaving_matches_a_simple_model(ops: list[tuple[str, str, float]]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        clock = FakeClock()
+        box = Maildir(Path(tmp), clock, CountingIds())
+        for agent in ("lead", "bob", "carol"):
+            box.ensure_inbox(agent)
+        unacked: dict[str, list[str]] = {"bob": [], "carol": []}
+        acked: dict[str, set[str]] = {"bob": set(), "carol": set()}
+        for op, agent, arg in ops:
+            if op == "send":
+                clock.t += arg
+                for envelope in box.deliver("lead", MessageDraft.text(agent, "x")):
+                    unacked[envelope.to].append(envelope.id)
+            elif op == "ack":
+                batch = box.pending(agent, max_messages=int(arg) + 1)
+                box.ack(agent, [e.id for e in batch])
+                acked[agent].update(e.id for e in batch)
+                del unacked[agent][: len(batch)]
+            else:
+                names = sorted(os.listdir(box.root / agent / "cur"))
+                names += sorted(os.listdir(box.root / agent / "new"))
+                if names:  # a redelivered copy of some message, under a later name
+                    source = names[int(arg) % len(names)]
+                    folder = "cur" if source in os.listdir(box.root / agent / "cur") else "new"
+                    raw = (box.root / agent / folder / source).read_bytes()
+                    msg_id = source.rsplit(".", 1)[1]
+                    (box.root / agent / "new" / f"{'9' * 20}.{arg}.{msg_id}").write_bytes(raw)
+            for name in ("bob", "carol"):
+                got = [e.id for e in box.pending(name, max_messages=1000)]
+                assert got == unacked[name]
+                in_new = {n.rsplit(".", 1)[1] for n in os.listdir(box.root / name / "new")}
+                in_cur = {n.rsplit(".", 1)[1] for n in os.listdir(box.root / name / "cur")}
+                assert in_cur == acked[name]
+                # Only a copy of an unacked message may wait in new beside its original.
+                assert in_new == set(unacked[name])
