@@ -1,0 +1,139 @@
+"""Claims under contention: 16 processes race claim_next + complete over 1,000 tasks.
+
+Every process opens its own ``FileJournal`` and ``Board`` (with projections, as the runtime
+does), waits on a barrier, then loops claim_next → complete until nothing is ready. Figures:
+claims per second (all claims / wall time from the barrier to the last completion), double claims
+found by re-checking the journal, and how fast the resulting journal folds into team state.
+Medians over ``--repeat`` runs. Prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from multiprocessing.synchronize import Barrier
+from pathlib import Path
+from typing import Any
+
+from actors.board import Board
+from actors.projections import Projections
+from actors.state import EMPTY, fold_all
+from mailboxes.events import Event
+from mailboxes.journal import FileJournal
+
+CLAIMS_TARGET = 500.0
+FOLD_TARGET = 100_000.0
+
+
+def worker(root: str, name: str, project: bool, barrier: Barrier, results: Any) -> None:
+    projections = Projections(Path(root)) if project else None
+    board = Board(FileJournal(Path(root) / ".team"), projections=projections, actor=name)
+    barrier.wait(timeout=120)
+    claims = 0
+    while (got := board.claim_next(name)).ok:
+        board.complete(got.unwrap().id, name, got.epoch, "ok")
+        claims += 1
+    results.put((name, claims, time.time()))
+
+
+def double_claims(events: Iterable[Event]) -> int:
+    """Claims of a task that was not free, or by an owner already holding one."""
+    owner: dict[str, str | None] = {}
+    holding: set[str] = set()
+    bad = 0
+    for event in events:
+        tid = event.data.get("task_id", "")
+        if event.type == "task.created":
+            owner[tid] = None
+        elif event.type == "task.claimed":
+            who = event.data["owner"]
+            bad += owner[tid] is not None or who in holding
+            owner[tid] = who
+            holding.add(who)
+        elif event.type in ("task.completed", "task.released"):
+            holding.discard(event.data["owner"])
+            owner[tid] = None
+    return bad
+
+
+def run_once(processes: int, tasks: int, project: bool) -> tuple[float, int, float]:
+    """(claims/s, double claims, fold events/s) for one race in a fresh folder."""
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        (root / ".team").mkdir()
+        lead = Board(FileJournal(root / ".team"), projections=Projections(root), actor="lead")
+        for n in range(tasks):
+            lead.create(f"task {n}", blocked_by=[f"task_{n - 8}"] if n % 10 == 9 else [])
+        ctx = multiprocessing.get_context("spawn")
+        barrier = ctx.Barrier(processes + 1)
+        results = ctx.Queue()
+        children = [
+            ctx.Process(target=worker, args=(str(root), f"w{i}", project, barrier, results))
+            for i in range(processes)
+        ]
+        for child in children:
+            child.start()
+        barrier.wait(timeout=120)
+        started = time.time()
+        reports = [results.get(timeout=300) for _ in children]
+        for child in children:
+            child.join(timeout=60)
+        finished = max(r[2] for r in reports)
+        claimed = sum(r[1] for r in reports)
+        if claimed != tasks:
+            raise SystemExit(f"{claimed} tasks claimed and completed, expected {tasks}")
+        events = list(FileJournal(root / ".team").read_from(1))
+        fold_start = time.perf_counter()
+        state = fold_all(EMPTY, events)
+        fold_rate = len(events) / (time.perf_counter() - fold_start)
+        if any(t.status != "completed" for t in state.tasks.values()):
+            raise SystemExit("a task was left unfinished")
+        return claimed / (finished - started), double_claims(events), fold_rate
+
+
+def figure(name: str, value: float, unit: str, target: str, ok: bool) -> dict[str, object]:
+    return {"name": name, "value": round(value, 3), "unit": unit, "target": target, "ok": ok}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--processes", type=int, default=16)
+    parser.add_argument("--tasks", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-projections", action="store_true", help="measure the journal alone")
+    args = parser.parse_args()
+    runs = [
+        run_once(args.processes, args.tasks, not args.no_projections) for _ in range(args.repeat)
+    ]
+    rate = statistics.median(r[0] for r in runs)
+    doubles = max(r[1] for r in runs)
+    fold_rate = statistics.median(r[2] for r in runs)
+    figures = [
+        figure("claims_per_s", rate, "claims/s", f">= {CLAIMS_TARGET:g}", rate >= CLAIMS_TARGET),
+        figure("double_claims", doubles, "claims", "0", doubles == 0),
+        figure(
+            "state_fold", fold_rate, "events/s", f">= {FOLD_TARGET:g}", fold_rate >= FOLD_TARGET
+        ),
+    ]
+    print(
+        json.dumps(
+            {
+                "benchmark": "claims",
+                "processes": args.processes,
+                "tasks": args.tasks,
+                "projections": not args.no_projections,
+                "figures": figures,
+            }
+        )
+    )
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
