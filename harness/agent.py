@@ -17,9 +17,19 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.compaction import CompactionConfig, Compactor
 from harness.context import SystemPrompt
-from harness.loop import AgentLoop, LoopConfig, LoopHooks, StepResult, TurnResult
+from harness.hooks import HookOutcome, HookRunner
+from harness.loop import (
+    AgentLoop,
+    LoopConfig,
+    LoopHooks,
+    PromptVerdict,
+    StepResult,
+    StopVerdict,
+    TurnResult,
+)
 from harness.memory import Memory
 from harness.ports import ContentBlock, Message, ModelClient, ToolResultBlock, ToolUseBlock
+from harness.settings import HookEvent
 from harness.skills import SkillLibrary
 from harness.tools.base import JobRunner, Tool, ToolContext, ToolPolicy
 from harness.tools.compact_tool import CompactTool
@@ -93,6 +103,7 @@ class Agent:
         extra_tools: Sequence[Tool[Any]] = (),
         tool_names: Collection[str] | None = None,
         hooks: LoopHooks | None = None,
+        hook_runner: HookRunner | None = None,
         state_provider: Callable[[], str] | None = None,
         job_runner: JobRunner | None = None,
         session_id: str = "",
@@ -104,6 +115,7 @@ class Agent:
         self.model, self.policy = model, policy
         self.transcript_dir = transcript_dir
         self.is_subagent = subagent
+        self.hook_runner = hook_runner
         self.todos = TodoStore()
         self.skills = SkillLibrary(root)
         self.memory = Memory(root)
@@ -127,14 +139,14 @@ class Agent:
             job_runner=job_runner,
             extra={SUBAGENT_KEY: 1} if subagent else {},
         )
-        self.system = self._system_prompt(state_provider)
+        self.system = self._system_prompt(state_provider, resume)
         self.transcript = (
             Transcript.for_agent(transcript_dir, config.name, fsync=config.fsync_transcript)
             if transcript_dir is not None
             else None
         )
         messages = self._initial_messages(resume, session_id)
-        base_hooks = hooks or LoopHooks()
+        base_hooks = hooks or (self._hooks_from_runner() if hook_runner else LoopHooks())
         self.loop = AgentLoop(
             model=model,
             executor=self.executor,
@@ -142,7 +154,11 @@ class Agent:
             tool_context=self.tool_context,
             system=self.system,
             compactor=Compactor(
-                model, model_name=config.model, agent=config.name, config=config.compaction
+                model,
+                model_name=config.model,
+                agent=config.name,
+                config=config.compaction,
+                pre_compact=self._pre_compact if hook_runner else None,
             ),
             config=LoopConfig(
                 model=config.model,
@@ -160,7 +176,9 @@ class Agent:
 
     # -- assembly --------------------------------------------------------------------------
 
-    def _system_prompt(self, state_provider: Callable[[], str] | None) -> SystemPrompt:
+    def _system_prompt(
+        self, state_provider: Callable[[], str] | None, resume: bool
+    ) -> SystemPrompt:
         cfg = self.config
         prompt = SystemPrompt(
             identity=cfg.identity.replace("{name}", cfg.name), tool_guidance=cfg.tool_guidance
@@ -176,7 +194,45 @@ class Agent:
             prompt.add_section("Team state", state_provider)
         prompt.add_section("Skills", self.skills.catalog)
         prompt.add_section("Memory", self.memory.index_text)
+        if self.hook_runner is not None and not self.is_subagent:
+            start = self._run_hook("SessionStart", source="resume" if resume else "startup")
+            context = start.additional_context or "" if start else ""
+            prompt.add_section("Session start", lambda: context)
         return prompt
+
+    # -- hooks (HookRunner → loop callbacks) -----------------------------------------------
+
+    def _run_hook(self, event: HookEvent, **fields: Any) -> HookOutcome | None:
+        if self.hook_runner is None or not self.hook_runner.has_hooks(event):
+            return None
+        payload = {"cwd": str(self.cwd), "agent_name": self.config.name, **fields}
+        return self.hook_runner.run(event, payload)
+
+    def _hooks_from_runner(self) -> LoopHooks:
+        def on_prompt(text: str) -> PromptVerdict:
+            out = self._run_hook("UserPromptSubmit", prompt=text)
+            if out is None:
+                return PromptVerdict()
+            if out.blocked or out.stop:
+                return PromptVerdict(blocked=True, reason=out.reason or out.stop_reason)
+            return PromptVerdict(additional_context=out.additional_context or "")
+
+        def on_stop(text: str, active: bool) -> StopVerdict:
+            event: HookEvent = "SubagentStop" if self.is_subagent else "Stop"
+            out = self._run_hook(event, stop_hook_active=active, last_assistant_message=text)
+            if out is None:
+                return StopVerdict()
+            if out.stop:
+                return StopVerdict("stop", out.stop_reason or out.reason)
+            if out.blocked:
+                return StopVerdict("continue", out.reason or "A Stop hook asked you to go on.")
+            return StopVerdict()
+
+        return LoopHooks(on_user_prompt=on_prompt, on_stop=on_stop)
+
+    def _pre_compact(self, trigger: str) -> str | None:
+        out = self._run_hook("PreCompact", trigger=trigger)
+        return out.additional_context if out else None
 
     def _initial_messages(self, resume: bool, session_id: str) -> list[Message]:
         if self.transcript is None:
@@ -232,6 +288,7 @@ class Agent:
             transcript_dir=self.transcript_dir,
             job_runner=self.tool_context.job_runner,
             session_id=self.tool_context.session_id,
+            hook_runner=self.hook_runner,
             subagent=True,
         )
         self._subagents.append(sub)

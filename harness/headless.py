@@ -15,19 +15,19 @@ import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO, cast
 
 import click
 
-from harness.agent import Agent, AgentConfig
 from harness.errors import HarnessError
-from harness.loop import LoopHooks, TurnResult
-from harness.ports import Message, ModelClient
-from harness.tools.base import Approver, ToolPolicy
-from harness.transcript import load_transcript
+
+if TYPE_CHECKING:  # the runtime imports are inside the functions: `teamctl --help` stays fast
+    from harness.loop import TurnResult
+    from harness.ports import Message, ModelClient
+    from harness.tools.base import Approver, ToolPolicy
 
 OutputFormat = Literal["text", "json", "stream-json"]
-PolicyFactory = Callable[[Path, str, Approver | None], ToolPolicy]
+PolicyFactory = Callable[[Path, str, "Approver | None"], "ToolPolicy"]
 """Builds the tool policy from (repository root, permission mode, approver)."""
 
 ASK_AGENT = "ask"
@@ -174,6 +174,11 @@ def run_ask(
     err: TextIO | None = None,
 ) -> int:
     """Run one turn of one agent on ``repo_root`` and write the result; returns the exit code."""
+    from harness.agent import Agent, AgentConfig
+    from harness.loop import LoopHooks
+    from harness.policy import HarnessPolicy
+    from harness.transcript import load_transcript
+
     out, err = out or sys.stdout, err or sys.stderr
     transcripts = repo_root / ".team" / "transcripts"
     session_id = ""
@@ -183,11 +188,13 @@ def run_ask(
         )
     session_id = session_id or uuid.uuid4().hex
     output = _Output(output_format, out, session_id)
+    policy = policy_factory(repo_root, permission_mode, approver)
     agent = Agent(
         AgentConfig(name=ASK_AGENT, model=model, max_turns=max_turns),
         root=repo_root,
         model=model_client,
-        policy=policy_factory(repo_root, permission_mode, approver),
+        policy=policy,
+        hook_runner=policy.hooks if isinstance(policy, HarnessPolicy) else None,
         transcript_dir=transcripts,
         hooks=LoopHooks(on_message=output.message),
         session_id=session_id,
@@ -301,8 +308,31 @@ def find_repo_root(start: Path) -> Path:
 
 
 def default_policy_factory(root: Path, mode: str, approver: Approver | None) -> ToolPolicy:
-    """The harness policy (settings rules, hooks, mode) for ``root``."""
-    raise click.ClickException("the permission policy is not available in this build yet")
+    """The harness policy for ``root``: the ``permissions`` and ``hooks`` of
+    ``.team/settings.json`` (when present), ``mode`` overriding the default mode."""
+    from harness.hooks import HookRunner
+    from harness.permissions import Permissions
+    from harness.policy import HarnessPolicy
+    from harness.settings import HookSettings, PermissionMode, PermissionSettings
+
+    path = root / ".team" / "settings.json"
+    raw: dict[str, Any] = {}
+    if path.exists():
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            perms = PermissionSettings.model_validate(raw.get("permissions") or {})
+            hooks = HookSettings.parse(raw.get("hooks"))
+        except (ValueError, AttributeError) as exc:
+            raise click.ClickException(f"{path}: {exc}") from exc
+    else:
+        perms, hooks = PermissionSettings(), HookSettings()
+    permission_mode = cast(PermissionMode, mode)
+    return HarnessPolicy(
+        Permissions.from_settings(perms, mode=permission_mode),
+        HookRunner(settings=hooks),
+        approver,
+        permission_mode,
+    )
 
 
 def console_approver(request: Any, ctx: Any, reason: str) -> bool:

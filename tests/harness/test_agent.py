@@ -250,3 +250,44 @@ def test_stop_hook_passes_through_the_agent(tmp_path: Path) -> None:
     hooks = LoopHooks(on_stop=lambda text, active: StopVerdict("stop", "halt"))
     agent, _ = make_agent(tmp_path, {"lead": {"steps": ["x"]}}, hooks=hooks)
     assert agent.run_turn("go").transition == "hook_stopped"
+
+
+def test_hook_runner_drives_prompt_stop_precompact_and_session_start(tmp_path: Path) -> None:
+    from harness.hooks import HookResult, HookRunner
+
+    runner = HookRunner(session_id="s1")
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    def hook(event: Any, payload: Any) -> HookResult | None:
+        seen.append((event, dict(payload)))
+        if event == "SessionStart":
+            return HookResult(additional_context="branch: main, CI red")
+        if event == "UserPromptSubmit":
+            return HookResult(additional_context="ctx from hook")
+        if event == "Stop" and not payload["stop_hook_active"]:
+            return HookResult(blocked=True, reason="tests not run")
+        if event == "PreCompact":
+            return HookResult(additional_context="keep test names")
+        return None
+
+    for event in ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact"):
+        runner.register(event, hook)  # type: ignore[arg-type]
+    script = {
+        "lead": {
+            "steps": [
+                {"match": "ctx from hook", "text": "done"},
+                {"match": "tests not run", "tool_uses": [{"name": "compact", "input": {}}]},
+                {"match": "keep test names", "text": "summary"},
+                "really done",
+            ]
+        }
+    }
+    agent, model = make_agent(tmp_path, script, hook_runner=runner)
+    result = agent.run_turn("work")
+    assert (result.transition, result.text) == ("completed", "really done")
+    model.assert_consumed()
+    assert "branch: main, CI red" in agent.loop.build_request().system[1].text
+    events = [e for e, _ in seen]
+    assert events == ["SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "Stop"]
+    assert all(p["agent_name"] == "lead" for _, p in seen)
+    assert seen[3][1]["trigger"] == "manual"

@@ -218,3 +218,53 @@ def test_ask_command_without_a_key_says_so_in_one_line(monkeypatch: pytest.Monke
     assert result.exit_code == 1
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and "ANTHROPIC_API_KEY" in lines[0] and "teamctl demo" in lines[0]
+
+
+def test_ask_command_end_to_end_through_the_fake_api(
+    tmp_path: Path, fake_api: FakeApiFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "v.txt").write_text("version = 1\n")
+    (tmp_path / ".team").mkdir()
+    (tmp_path / ".team" / "settings.json").write_text(
+        json.dumps({"permissions": {"deny": ["Bash(rm:*)"]}})
+    )
+    script = {
+        "agents": {
+            "ask": {
+                "steps": [
+                    {
+                        "tool_uses": [
+                            {"name": "bash", "input": {"command": "rm -rf pkg"}},
+                            {
+                                "name": "edit_file",
+                                "input": {
+                                    "path": "pkg/v.txt",
+                                    "old_string": "1",
+                                    "new_string": "2",
+                                },
+                            },
+                        ]
+                    },
+                    {
+                        "match": "(?s)denied|refused|not allowed",
+                        "text": "Bumped to 2; rm was refused.",
+                    },
+                ]
+            }
+        }
+    }
+    server = fake_api(script)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+    monkeypatch.chdir(tmp_path / "pkg")
+    result = CliRunner().invoke(
+        ask_command,
+        ["bump the version", "--permission-mode", "acceptEdits", "--output-format", "json"],
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["result"] == "Bumped to 2; rm was refused."
+    assert (tmp_path / "pkg" / "v.txt").read_text() == "version = 2\n"
+    assert (tmp_path / ".team" / "transcripts" / "ask.jsonl").exists()  # found the repo root
+    assert server.script_errors == []
