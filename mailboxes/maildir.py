@@ -117,11 +117,12 @@ class Maildir:
 
     def agent_for_path(self, path: Path) -> str | None:
         """The agent whose inbox contains ``path`` (for watcher hints), or ``None``."""
-        try:
-            rel = Path(path).relative_to(self.root)
-        except ValueError:
-            return None
-        return rel.parts[0] if rel.parts and _is_agent_name(rel.parts[0]) else None
+        path = Path(path)
+        for root in (self.root.absolute(), self.root.resolve()):  # hints come as absolute paths
+            if path.is_relative_to(root):
+                parts = path.relative_to(root).parts
+                return parts[0] if parts and _is_agent_name(parts[0]) else None
+        return None
 
     def _require(self, agent: str) -> Path:
         box = self.inbox(agent)

@@ -82,6 +82,8 @@ def test_inboxes_and_agents(box: Maildir, tmp_path: Path) -> None:
     assert Maildir(tmp_path / "nowhere").agents() == []
     assert box.agent_for_path(box.root / "bob" / "new" / "x") == "bob"
     assert box.agent_for_path(tmp_path / "elsewhere") is None
+    relative = Maildir(Path(os.path.relpath(box.root)))
+    assert relative.agent_for_path(box.root.resolve() / "carol" / "cur") == "carol"
 
 
 @pytest.mark.parametrize("name", ["../evil", ".x", "a/b", "", "*"])
