@@ -21,148 +21,27 @@ from functools import lru_cache
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
-MAX_DEPTH = 6
-_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash"})
-_DANGEROUS_VARS = frozenset(
-    {"PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "BASH_ENV", "ENV", "IFS", "SHELLOPTS",
-     "BASHOPTS", "PS4", "PROMPT_COMMAND", "PYTHONPATH", "PYTHONSTARTUP", "NODE_OPTIONS",
-     "PERL5OPT", "RUBYOPT", "PAGER", "EDITOR", "VISUAL"}
-)  # fmt: skip
-_GIT_VARS_PREFIX = "GIT_"
-_DYNAMIC_NODES = frozenset(
-    {"simple_expansion", "expansion", "command_substitution", "process_substitution",
-     "arithmetic_expansion", "ansi_c_string", "translated_string", "array", "brace_expression"}
-)  # fmt: skip
-_WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
+from harness.shell_words import (
+    DANGEROUS_VARS,
+    FIND_ITEM,
+    GIT_VARS_PREFIX,
+    MAX_DEPTH,
+    NO_AUTO_ALLOW_WRAPPERS,
+    RESERVED,
+    SHELLS,
+    STDIN_ARGS,
+    WRAPPERS,
+    WRITE_OPS,
+    Redirect,
+    ShellAnalysis,
+    SimpleCommand,
+    Word,
+    command_name,
+    node_text,
+    word,
+)
 
-
-@dataclass(frozen=True)
-class _Spec:
-    """How a wrapper takes its options: which take a value, how many operands precede the command."""
-
-    valued: frozenset[str] = frozenset()
-    operands: int = 0
-    numeric_flags: bool = False
-
-
-def _opts(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-_WRAPPERS: dict[str, _Spec] = {
-    "nohup": _Spec(),
-    "time": _Spec(),
-    "coproc": _Spec(),
-    "setsid": _Spec(),
-    "builtin": _Spec(),
-    "command": _Spec(),
-    "nice": _Spec(_opts("-n --adjustment"), numeric_flags=True),
-    "timeout": _Spec(_opts("-s --signal -k --kill-after"), operands=1),
-    "stdbuf": _Spec(_opts("-i -o -e --input --output --error")),
-    "ionice": _Spec(_opts("-c -n -p -P -u --class --classdata")),
-    "exec": _Spec(_opts("-a")),
-    "sudo": _Spec(
-        _opts(
-            "-u -g -C -D -h -p -r -t -U -T --user --group --chdir --prompt --role --type"
-            " --other-user --close-from --command-timeout --host"
-        )
-    ),
-    "doas": _Spec(_opts("-u -C")),
-    "xargs": _Spec(
-        _opts(
-            "-I -n -P -d -E -L -s -a --arg-file --delimiter --max-args --max-procs --replace"
-            " --max-lines --max-chars --eof --process-slot-var"
-        )
-    ),
-    "env": _Spec(
-        _opts(
-            "-u --unset -C --chdir -S --split-string --block-signal --default-signal"
-            " --ignore-signal"
-        )
-    ),
-}
-_NO_AUTO_ALLOW_WRAPPERS = frozenset({"sudo", "doas", "eval", "exec"})
-
-
-@dataclass(frozen=True)
-class Word:
-    """One shell word after quote removal. ``dynamic``: part of it is only known at run time."""
-
-    text: str
-    dynamic: bool = False
-    glob: bool = False
-
-    @property
-    def literal(self) -> str | None:
-        """The text when fully known, else ``None``."""
-        return None if self.dynamic else self.text
-
-
-_STDIN_ARGS = Word("<arguments from stdin>", dynamic=True)
-_FIND_ITEM = Word("{}", dynamic=True)
-
-
-@dataclass(frozen=True)
-class Redirect:
-    """A redirection: ``op`` as written, its target, whether it writes the target."""
-
-    op: str
-    target: Word
-    write: bool
-
-
-@dataclass(frozen=True)
-class SimpleCommand:
-    """One command that would run.
-
-    ``argv`` is the innermost command after unwrapping; ``layers`` are every argv seen on the way,
-    outermost first (the last is ``argv``); ``via`` says how it was reached (``""`` at top level,
-    ``"$(...)"``, ``"bash -c"``, ``"eval"``, ``"find -exec"``, ``"find -delete"``, ...).
-    """
-
-    argv: tuple[Word, ...]
-    layers: tuple[tuple[Word, ...], ...] = ()
-    wrappers: tuple[str, ...] = ()
-    assignments: tuple[str, ...] = ()
-    redirects: tuple[Redirect, ...] = ()
-    via: str = ""
-
-    @property
-    def name(self) -> str:
-        """The command name with quoting and any directory removed (``/bin/rm`` → ``rm``)."""
-        return command_name(self.argv[0].text) if self.argv else ""
-
-    def words(self, layer: tuple[Word, ...] | None = None) -> tuple[str | None, ...]:
-        """Literal words for rule matching (``None`` for run-time words), name normalised."""
-        argv = self.argv if layer is None else layer
-        out: list[str | None] = [w.literal for w in argv]
-        if out and out[0] is not None:
-            out[0] = command_name(out[0])
-        return tuple(out)
-
-    def display(self) -> str:
-        return " ".join(w.text for w in self.argv)
-
-
-@dataclass(frozen=True)
-class ShellAnalysis:
-    """Everything a command line would run, and what could not be analysed."""
-
-    command: str
-    commands: tuple[SimpleCommand, ...]
-    redirects: tuple[Redirect, ...]
-    problems: tuple[str, ...]
-    no_auto_allow: tuple[str, ...]
-    git_overrides: tuple[str, ...]
-
-    @property
-    def reducible(self) -> bool:
-        return not self.problems
-
-
-def command_name(text: str) -> str:
-    """Normalise a command word: ``/usr/bin/rm`` and ``./rm`` → ``rm``."""
-    return text.rsplit("/", 1)[1] if "/" in text else text
+__all__ = ["Redirect", "ShellAnalysis", "SimpleCommand", "Word", "analyse", "command_name", "word"]
 
 
 @lru_cache(maxsize=1)
@@ -182,55 +61,6 @@ def analyse(command: str) -> ShellAnalysis:
         no_auto_allow=tuple(dict.fromkeys(a.no_auto)),
         git_overrides=tuple(dict.fromkeys(a.git)),
     )
-
-
-def _unescape(text: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        if text[i] == "\\" and i + 1 < len(text):
-            if text[i + 1] != "\n":
-                out.append(text[i + 1])
-            i += 2
-        else:
-            out.append(text[i])
-            i += 1
-    return "".join(out)
-
-
-def _has_glob(text: str) -> bool:
-    return any(c in text for c in "*?[") or ("{" in text and ("," in text or ".." in text))
-
-
-def _text(node: Node) -> str:
-    return (node.text or b"").decode("utf-8", "replace")
-
-
-def word(node: Node) -> Word:
-    """Evaluate one argument node statically."""
-    t = node.type
-    if t in ("word", "number"):
-        raw = _text(node)
-        return Word(_unescape(raw), glob=_has_glob(raw.replace("\\*", "").replace("\\?", "")))
-    if t == "raw_string":
-        return Word(_text(node)[1:-1])
-    if t == "string":
-        if all(c.type == "string_content" for c in node.named_children):
-            inner = _text(node)[1:-1]
-            for esc in ('\\"', "\\\\", "\\$", "\\`"):
-                inner = inner.replace(esc, esc[1])
-            return Word(inner.replace("\\\n", ""))
-        return Word(_text(node), dynamic=True)
-    if t in ("concatenation", "command_name"):
-        parts = [word(c) for c in node.named_children]
-        if not parts:
-            return Word(_text(node), dynamic=True)
-        return Word(
-            "".join(p.text for p in parts),
-            dynamic=any(p.dynamic for p in parts),
-            glob=any(p.glob for p in parts),
-        )
-    return Word(_text(node), dynamic=True)
 
 
 @dataclass
@@ -282,6 +112,9 @@ class _Analyser:
                 self.walk(c, depth=depth, via=_sub_via(via), outer=outer)
             self.commands.append(SimpleCommand(argv, (*outer, argv), via=via))
             return
+        if _is_arithmetic(node) and _mentions_variables(node):
+            # Bash evaluates variable values as expressions; a subscript there can run commands.
+            self.problems.append("arithmetic on variables (their values can run commands)")
         if t == "variable_assignment":
             self.assignment(node)
         elif t == "ERROR":
@@ -292,16 +125,16 @@ class _Analyser:
 
     def assignment(self, node: Node) -> str:
         name_node = node.child_by_field_name("name")
-        name = _text(name_node) if name_node is not None else _text(node).split("=", 1)[0]
+        name = node_text(name_node) if name_node is not None else node_text(node).split("=", 1)[0]
         self.note_variable(name)
         return name
 
     def note_variable(self, name: str) -> None:
         base = name.split("[", 1)[0]
-        if base.startswith(_GIT_VARS_PREFIX):
+        if base.startswith(GIT_VARS_PREFIX):
             self.git.append(f"{base}= changes where git looks")
             self.no_auto.append(f"sets {base}")
-        elif base in _DANGEROUS_VARS:
+        elif base in DANGEROUS_VARS:
             self.no_auto.append(f"sets {base}, which changes what runs")
 
     def redirections(self, nodes: list[Node]) -> tuple[list[Redirect], list[Word]]:
@@ -318,7 +151,7 @@ class _Analyser:
             extra.extend(word(d) for d in dests[1:])
             if (op in (">&", "<&") and dests[0].type == "number") or target.text == "-":
                 continue  # duplicating or closing a descriptor
-            red = Redirect(op=op, target=target, write=op in _WRITE_OPS)
+            red = Redirect(op=op, target=target, write=op in WRITE_OPS)
             out.append(red)
             self.redirects.append(red)
         return out, extra
@@ -371,15 +204,22 @@ class _Analyser:
                 self.problems.append(f"the command name {head.text!r} is only known at run time")
                 break
             name = command_name(head.text)
-            if name in _SHELLS:
+            if name in RESERVED or not name or any(c in name for c in "{}();<>|&`$=\n"):
+                self.problems.append(f"{name!r} is not a plain command name")
+                break
+            if name in SHELLS:
                 script = _shell_script(argv)
                 if script is None:
-                    break  # a script file or stdin: stays `bash ...`, never auto-allowed
+                    self.problems.append(f"{name} runs commands from a file or stdin")
+                    break
                 if script.dynamic:
                     self.problems.append(f"{name} -c runs a script built at run time")
                     break
                 self.source(script.text, depth=depth + 1, via=f"{name} -c", outer=tuple(layers))
                 return
+            if name in ("source", "."):
+                self.problems.append(f"{name} runs commands from a file")
+                break
             if name == "eval":
                 self.no_auto.append("eval")
                 if any(w.dynamic for w in argv[1:]):
@@ -394,13 +234,13 @@ class _Analyser:
                 self.git_options(argv)
             if name == "command" and any(w.text in ("-v", "-V") for w in argv[1:2]):
                 break  # `command -v x` only looks x up
-            if name not in _WRAPPERS:
+            if name not in WRAPPERS:
                 break
-            if name in _NO_AUTO_ALLOW_WRAPPERS:
+            if name in NO_AUTO_ALLOW_WRAPPERS:
                 self.no_auto.append(name)
             rest = self.strip_options(name, argv)
             if name == "xargs":
-                rest = (*(rest or (Word("echo"),)), _STDIN_ARGS)
+                rest = (*(rest or (Word("echo"),)), STDIN_ARGS)
             if rest is None:
                 break
             wrappers.append(name)
@@ -420,7 +260,7 @@ class _Analyser:
 
     def strip_options(self, name: str, argv: tuple[Word, ...]) -> tuple[Word, ...] | None:
         """The wrapped command, or ``None`` when there is none (``exec >f``, bare ``env``)."""
-        spec = _WRAPPERS[name]
+        spec = WRAPPERS[name]
         i = 1
         operands = spec.operands
         while i < len(argv):
@@ -478,7 +318,7 @@ class _Analyser:
                 j = i + 1
                 inner: list[Word] = []
                 while j < len(argv) and argv[j].text not in (";", "+"):
-                    inner.append(_FIND_ITEM if "{}" in argv[j].text else argv[j])
+                    inner.append(FIND_ITEM if "{}" in argv[j].text else argv[j])
                     j += 1
                 if inner:
                     self.unwrap(tuple(inner), [], (), depth=depth, via="find -exec", outer=layers)
@@ -510,6 +350,18 @@ class _Analyser:
                 i += 1 if "=" in t else 2
                 continue
             i += 1
+
+
+def _is_arithmetic(node: Node) -> bool:
+    if node.type in ("arithmetic_expansion", "c_style_for_statement"):
+        return True
+    return node.type == "compound_statement" and node_text(node).startswith("((")
+
+
+def _mentions_variables(node: Node) -> bool:
+    if node.type in ("variable_name", "word", "simple_expansion", "expansion", "subscript"):
+        return True
+    return any(_mentions_variables(c) for c in node.named_children)
 
 
 def _sub_via(via: str) -> str:
