@@ -13,7 +13,9 @@ Order (the first step that decides, decides):
 3. Defaults when no rule matched: reads inside the root allow; read-only shell commands from a
    small known-safe list allow; writes, other shell commands, network and MCP tools ask; other
    tools (todo, team tools, ...) allow.
-4. Modes: ``plan`` denies whatever is not read-only; ``acceptEdits`` allows writes inside the root
+4. Modes: ``plan`` denies whatever is not read-only (writes, network, non-read-only MCP tools,
+   shell commands off the read-only list; other tools such as ``todo_write`` or team tools pass,
+   so ``submit_plan`` works); ``acceptEdits`` allows writes inside the root
    that only the default would have asked about; ``dontAsk`` turns ask into deny;
    ``bypassPermissions`` turns ask into allow, except protected files, paths outside the root and
    deny rules, which still deny, and a shell command that cannot be fully analysed while ``bash``
