@@ -17,21 +17,21 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from actors.errors import (
-    ClaimRefused,
-    CycleError,
-    HasDependents,
-    InvalidTransition,
-    NotOwner,
-    StaleEpoch,
-    TeamError,
+from actors.board_rules import (
+    ALREADY_YOURS,
+    ClaimResult,
+    Completion,
+    alive,
+    fence,
+    live,
+    refusal,
+    unique,
 )
+from actors.errors import CycleError, HasDependents, InvalidTransition, TeamError
 from actors.projections import Projections
 from actors.state import EMPTY, Task, TeamState, fold_all, task_id
-from mailboxes.errors import MailboxesError
 from mailboxes.events import (
     Event,
     EventDraft,
@@ -47,38 +47,12 @@ from mailboxes.events import (
 from mailboxes.messages import check_agent_name
 from mailboxes.ports import EventStore, Liveness
 
+__all__ = ["Board", "ClaimResult", "Completion", "Decision"]
+
 TaskList = list[Task]
 Lines = list[str]
 Decision = Callable[[TeamState], Sequence[EventDraft]]
 """Given the caught-up state, the drafts to append (or raise a ``TeamError`` to refuse)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimResult:
-    """The answer to a claim: ``ok`` with the claimed task, or refused with a ``reason``."""
-
-    ok: bool
-    task: Task | None = None
-    reason: str = ""
-
-    @property
-    def epoch(self) -> int:
-        """The claim's epoch (0 when refused): pass it to ``complete``/``release``."""
-        return self.task.epoch if self.ok and self.task is not None else 0
-
-    def unwrap(self) -> Task:
-        """The claimed task, or raise ``ClaimRefused``."""
-        if not self.ok or self.task is None:
-            raise ClaimRefused(self.task.id if self.task else None, self.reason)
-        return self.task
-
-
-@dataclass(frozen=True, slots=True)
-class Completion:
-    """A completed task and the ids of the tasks that became ready because of it."""
-
-    task: Task
-    unblocked: tuple[str, ...]
 
 
 class Board:
@@ -221,9 +195,9 @@ class Board:
         def decision(st: TeamState) -> Sequence[EventDraft]:
             if op_id is not None and op_id in st.ops:
                 return ()
-            deps = _unique(blocked_by)
+            deps = unique(blocked_by)
             for dep in deps:
-                _live(st, dep, "depend on")
+                live(st, dep, "depend on")
             body = TaskCreated(
                 task_id=task_id(st.next_task),
                 subject=subject,
@@ -256,11 +230,11 @@ class Board:
         def decision(st: TeamState) -> Sequence[EventDraft]:
             if op_id is not None and op_id in st.ops:
                 return ()
-            task = _live(st, tid, "edit")
-            add = tuple(d for d in _unique(add_blocked_by) if d not in task.blocked_by)
-            remove = tuple(d for d in _unique(remove_blocked_by) if d in task.blocked_by)
+            task = live(st, tid, "edit")
+            add = tuple(d for d in unique(add_blocked_by) if d not in task.blocked_by)
+            remove = tuple(d for d in unique(remove_blocked_by) if d in task.blocked_by)
             for dep in add:
-                _live(st, dep, "depend on")
+                live(st, dep, "depend on")
             cycle = st.find_cycle(tid, add)
             if cycle is not None:
                 raise CycleError(cycle)
@@ -317,7 +291,7 @@ class Board:
             if op_id is not None and op_id in st.ops:
                 return ()
             task = st.task(tid)
-            reason = _refusal(st, task, owner)
+            reason = refusal(st, task, owner)
             if reason:
                 refused.append(reason)
                 return ()
@@ -326,7 +300,7 @@ class Board:
 
         state, _ = self.execute(decision)
         if refused:
-            if refused[-1] == _ALREADY_YOURS:
+            if refused[-1] == ALREADY_YOURS:
                 return ClaimResult(True, state.task(tid))
             return ClaimResult(False, state.task(tid), refused[-1])
         return ClaimResult(True, state.task(tid))
@@ -374,7 +348,7 @@ class Board:
         def decision(st: TeamState) -> Sequence[EventDraft]:
             if op_id is not None and op_id in st.ops:
                 return ()
-            _fence(st, tid, owner, epoch)
+            fence(st, tid, owner, epoch)
             body = TaskReleased(task_id=tid, owner=owner, epoch=epoch, reason=reason)
             return (self._draft(body, op_id),)
 
@@ -390,7 +364,7 @@ class Board:
         def decision(st: TeamState) -> Sequence[EventDraft]:
             if op_id is not None and op_id in st.ops:
                 return ()
-            _fence(st, tid, owner, epoch)
+            fence(st, tid, owner, epoch)
             body = TaskCompleted(
                 task_id=tid,
                 owner=owner,
@@ -419,7 +393,7 @@ class Board:
             drafts = []
             for owner, tid in st.holdings.items():
                 task = st.tasks[tid]
-                if not task.human and not _alive(liveness, owner):
+                if not task.human and not alive(liveness, owner):
                     body = TaskReleased(
                         task_id=tid, owner=owner, epoch=task.epoch, reason="owner_dead"
                     )
@@ -428,50 +402,3 @@ class Board:
 
         state, events = self.execute(decision)
         return [state.task(str(e.data["task_id"])) for e in events]
-
-
-_ALREADY_YOURS = "already yours"
-
-
-def _alive(liveness: Liveness, owner: str) -> bool:
-    """A name the lease store cannot even check (not a valid agent name) is left alone."""
-    try:
-        return liveness.is_alive(owner)
-    except MailboxesError:
-        return True
-
-
-def _unique(ids: Sequence[str]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(ids))
-
-
-def _live(st: TeamState, tid: str, action: str) -> Task:
-    task = st.task(tid)
-    if task.status == "deleted":
-        raise InvalidTransition(tid, "deleted", action)
-    return task
-
-
-def _refusal(st: TeamState, task: Task, owner: str) -> str:
-    """Why ``owner`` may not claim ``task`` now ("" = it may)."""
-    if task.status == "in_progress":
-        return _ALREADY_YOURS if task.owner == owner else f"already claimed by {task.owner}"
-    if task.status != "pending":
-        return f"task is {task.status}"
-    held = st.holding(owner)
-    if held is not None:
-        return f"{owner} already holds {held.id}"
-    if not st.is_ready(task):
-        waiting = [b for b in task.blocked_by if st.tasks[b].status != "completed"]
-        return "blocked by " + ", ".join(waiting)
-    return ""
-
-
-def _fence(st: TeamState, tid: str, owner: str, epoch: int) -> Task:
-    """The task, if ``owner`` holds it at ``epoch``; else ``StaleEpoch`` or ``NotOwner``."""
-    task = st.task(tid)
-    if epoch != task.epoch:
-        raise StaleEpoch(tid, epoch, task.epoch)
-    if task.status != "in_progress" or task.owner != owner:
-        raise NotOwner(tid, owner, task.owner if task.status == "in_progress" else None)
-    return task
