@@ -28,7 +28,14 @@ from harness.loop import (
     TurnResult,
 )
 from harness.memory import Memory
-from harness.ports import ContentBlock, Message, ModelClient, ToolResultBlock, ToolUseBlock
+from harness.ports import (
+    ContentBlock,
+    Message,
+    ModelClient,
+    ToolResultBlock,
+    ToolSpec,
+    ToolUseBlock,
+)
 from harness.settings import HookEvent
 from harness.skills import SkillLibrary
 from harness.tools.base import JobRunner, Tool, ToolContext, ToolPolicy
@@ -129,6 +136,7 @@ class Agent:
         if tool_names is not None:
             tools = [t for t in tools if t.name in tool_names]
         self.registry = ToolRegistry(tools)
+        self._spec_cache: tuple[tuple[str, ...], tuple[ToolSpec, ...]] | None = None
         self.executor = ToolExecutor(self.registry, policy)
         self.tool_context = ToolContext(
             agent=config.name,
@@ -150,7 +158,7 @@ class Agent:
         self.loop = AgentLoop(
             model=model,
             executor=self.executor,
-            tools=self.registry.specs,
+            tools=self._specs,
             tool_context=self.tool_context,
             system=self.system,
             compactor=Compactor(
@@ -251,6 +259,13 @@ class Agent:
             self.transcript.message(fix)
             messages.append(fix)
         return messages
+
+    def _specs(self) -> tuple[ToolSpec, ...]:
+        # JSON schemas cost ~1 ms a tool to generate; the tool set only changes between turns.
+        names = tuple(self.registry.names())
+        if self._spec_cache is None or self._spec_cache[0] != names:
+            self._spec_cache = (names, self.registry.specs())
+        return self._spec_cache[1]
 
     def _is_read_only(self, call: ToolUseBlock) -> bool:
         tool = self.registry.get(call.name)

@@ -113,12 +113,14 @@ class TokenCounter:
         return self._known + estimate_tokens(messages[self._known_upto :])
 
 
-def check_pairing(messages: Sequence[Message]) -> None:
+def check_pairing(messages: Sequence[Message], start: int = 0) -> None:
     """Every tool_use has exactly one tool_result in the next user message, and every
-    tool_result answers a tool_use of the message just before; raise ``PairingError`` if not."""
+    tool_result answers a tool_use of the message just before; raise ``PairingError`` if not.
+    ``start`` skips messages already checked (each message is checked against its neighbours)."""
     if messages and messages[0].role != "user":
         raise PairingError("the first message must be a user message")
-    for i, msg in enumerate(messages):
+    for i in range(max(start, 0), len(messages)):
+        msg = messages[i]
         if i and msg.role == messages[i - 1].role:
             raise PairingError(f"messages {i - 1} and {i} have the same role {msg.role!r}")
         results = [b.tool_use_id for b in msg.content if isinstance(b, ToolResultBlock)]

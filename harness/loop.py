@@ -194,6 +194,7 @@ class AgentLoop:
         self.hooks = hooks or LoopHooks()
         self.state = LoopState(messages=list(messages))
         self.counter = TokenCounter()
+        self._checked: tuple[object, int] = (None, 0)
         self._lock = threading.Lock()
         self._pending: list[str] = []
         self._interrupt = threading.Event()
@@ -257,7 +258,12 @@ class AgentLoop:
 
     def build_request(self, system: tuple[SystemBlock, ...] | None = None) -> ModelRequest:
         """The request the next step would send (pairing checked)."""
-        check_pairing(self.state.messages)
+        msgs = self.state.messages
+        # Messages are immutable and only appended or (the last one) amended, so only the tail
+        # since the last check needs checking; a replaced list is checked from the start.
+        start = self._checked[1] - 1 if self._checked[0] is msgs else 0
+        check_pairing(msgs, start if 0 <= start <= len(msgs) else 0)
+        self._checked = (msgs, len(msgs))
         return ModelRequest(
             model=self.config.model,
             system=self.system.blocks() if system is None else system,
