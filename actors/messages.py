@@ -1,0 +1,111 @@
+"""Actor messages: frozen, typed values with a ``kind`` tag, one discriminated union.
+
+Every message an actor receives through ``tell``/``ask`` is defined here (pykka proxies are not
+used for domain calls). Values cross threads, so they are immutable: tuples, never lists.
+New messages are appended below and added to ``ActorMessage``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+class Message(BaseModel):
+    """Base of every actor message."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# --- scheduler ---------------------------------------------------------------------------------
+
+
+class ScheduleCron(Message):
+    """Schedule a cron job; the reply is its ``cron_id``. Bad expression or tz → ``CronError``."""
+
+    kind: Literal["schedule_cron"] = "schedule_cron"
+    cron: str
+    """Five-field cron expression (minute hour day-of-month month day-of-week)."""
+    prompt: str
+    """What the owner is told when it fires."""
+    recurring: bool = True
+    """False: fire once at the next slot, then done."""
+    tz: str | None = None
+    """IANA time zone name, ``"UTC"``, or ``None`` for the machine's local zone."""
+    owner: str = "lead"
+    """Whose mailbox gets the ``cron_fired`` messages."""
+
+
+class CancelCron(Message):
+    """Cancel a cron job; the reply is True if it was active (unknown id → ``CronError``)."""
+
+    kind: Literal["cancel_cron"] = "cancel_cron"
+    cron_id: str
+
+
+class ListCrons(Message):
+    """The reply is a tuple of ``CronView`` (active jobs, with their next firing times)."""
+
+    kind: Literal["list_crons"] = "list_crons"
+    include_done: bool = False
+
+
+class FireDue(Message):
+    """Fire every slot that is due by the scheduler's clock (sent by its timer or a test);
+    the reply is the tuple of ``(cron_id, slot)`` fired."""
+
+    kind: Literal["fire_due"] = "fire_due"
+
+
+# --- background jobs ---------------------------------------------------------------------------
+
+
+class StartJob(Message):
+    """Start a background command; the reply is the ``JobView`` of the started job."""
+
+    kind: Literal["start_job"] = "start_job"
+    command: str
+    cwd: str
+    owner: str
+    """Whose mailbox gets the ``task_notification`` when it ends."""
+    timeout_s: float | None = None
+    """None: the Jobs actor's default timeout."""
+
+
+class JobExited(Message):
+    """Sent by a job's waiter thread when its process ended (internal to the Jobs actor)."""
+
+    kind: Literal["job_exited"] = "job_exited"
+    job_id: str
+    returncode: int | None
+    """The exit status (negative: killed by that signal); None when it is not known (re-attached
+    process that was not our child)."""
+    timed_out: bool = False
+    stopped: bool = False
+    """True when ``StopAllJobs`` killed it."""
+
+
+class ListJobs(Message):
+    """The reply is a tuple of ``JobView``, running first, then the most recent finished."""
+
+    kind: Literal["list_jobs"] = "list_jobs"
+
+
+class StopAllJobs(Message):
+    """Kill every running job's process group (TERM, grace, KILL) and wait for each; the reply
+    is the tuple of job ids that were stopped."""
+
+    kind: Literal["stop_all_jobs"] = "stop_all_jobs"
+    grace_s: float | None = None
+    """None: the Jobs actor's default grace between TERM and KILL."""
+
+
+ActorMessage = Annotated[
+    ScheduleCron | CancelCron | ListCrons | FireDue | StartJob | JobExited | ListJobs | StopAllJobs,
+    Field(discriminator="kind"),
+]
+"""Every actor message (append new kinds here)."""
+
+MESSAGES: TypeAdapter[ActorMessage] = TypeAdapter(ActorMessage)
+"""Parses a plain dict into the right message (``MESSAGES.validate_python(data)``)."""
