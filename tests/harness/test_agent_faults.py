@@ -105,3 +105,40 @@ def test_prompt_too_long_through_the_real_sdk_compacts_once_then_retries(
     assert "SUMMARY: listed files" in retry[0]["content"][0]["text"]
     assert load_transcript(tmp_path / "t" / "lead.jsonl").boundaries == 1
     assert load_transcript(tmp_path / "t" / "lead.jsonl").messages == agent.messages
+
+
+def test_interrupt_reaches_a_running_subagent(tmp_path: Path) -> None:
+    from harness.scripted import ScriptedModel
+
+    script = {
+        "lead": {
+            "steps": [
+                {"tool_uses": [{"name": "task", "input": {"description": "d", "prompt": "dig"}}]},
+            ]
+        },
+        "lead.task-1": {"steps": [{"tool_uses": [{"name": "glob", "input": {"pattern": "*"}}]}]},
+    }
+    inner = ScriptedModel({"agents": script})
+    holder: list[Agent] = []
+
+    class InterruptingModel:
+        def complete(self, request):  # type: ignore[no-untyped-def]
+            response = inner.complete(request)
+            if request.agent == "lead.task-1":
+                holder[0].interrupt()  # the human presses Esc while the subagent works
+            return response
+
+    agent = Agent(
+        AgentConfig(name="lead", model="m"),
+        root=tmp_path,
+        model=InterruptingModel(),
+        policy=AllowAll(),
+    )
+    holder.append(agent)
+    result = agent.run_turn("go")
+    assert result.transition == "interrupted"
+    inner.assert_consumed()
+    task_result = agent.messages[2].content[0]
+    assert isinstance(task_result, ToolResultBlock)
+    assert "interrupted" in task_result.content
+    check_pairing(agent.messages)
