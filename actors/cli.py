@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from actors import cli_journal, cli_messages, cli_tasks, cli_team
+from harness.headless import ask_command
 
 
 def _domain_errors() -> tuple[type[BaseException], ...]:
@@ -103,6 +104,7 @@ for _command in (
     *cli_journal.COMMANDS,
 ):
     cli.add_command(_command)
+cli.add_command(ask_command)
 
 
 def main() -> None:
