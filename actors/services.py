@@ -1,0 +1,123 @@
+"""The seam between the team runtime and the team tools.
+
+The runtime (``actors.runtime``) implements ``TeamServices``; the team tools (``actors.tools``)
+and protocols (``actors.protocols``) use only this. Every method is safe to call from any actor
+thread. Journal writes go through ``board`` (validated under the journal lock); messages through
+``send`` (durable delivery, then an in-process wake of the recipient when it lives here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from actors.board import Board
+    from actors.settings import Settings
+    from mailboxes.messages import Envelope
+
+
+@dataclass(frozen=True)
+class TeammateSpec:
+    """What the lead asks for in ``spawn_teammate``."""
+
+    name: str
+    role: str = "general"
+    prompt: str = ""
+    model: str | None = None
+    task_id: str | None = None
+    plan_required: bool = False
+    tools: tuple[str, ...] | None = None
+    worktree: bool = False
+
+
+@dataclass(frozen=True)
+class MemberView:
+    """One member as ``list_teammates`` and the live view show it."""
+
+    name: str
+    kind: str
+    role: str
+    status: str
+    task_id: str | None = None
+    worktree: str | None = None
+    cwd: str | None = None
+    model: str | None = None
+    last_activity: float | None = None
+    tokens_used: int = 0
+    hosted_here: bool = False
+
+
+@dataclass(frozen=True)
+class CronView:
+    """One scheduled cron job."""
+
+    cron_id: str
+    cron: str
+    prompt: str
+    recurring: bool
+    tz: str | None
+    next_fire: str | None
+    owner: str = "lead"
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+class TeamServices(Protocol):
+    """What team tools may ask of the running team."""
+
+    @property
+    def repo_root(self) -> Path:
+        """The main checkout's root."""
+        ...
+
+    @property
+    def board(self) -> Board:
+        """The task board (journal-backed, shared by every actor of this process)."""
+        ...
+
+    @property
+    def settings(self) -> Settings:
+        """The effective settings."""
+        ...
+
+    def spawn_teammate(self, spec: TeammateSpec, *, by: str) -> MemberView:
+        """Start a teammate. Names are unique; a given ``task_id`` is claimed for it before it
+        starts and a failed claim means no teammate (``TeamError`` with the reason)."""
+        ...
+
+    def members(self) -> list[MemberView]:
+        """Every member (agents and humans), in join order."""
+        ...
+
+    def send(
+        self,
+        sender: str,
+        to: str,
+        type: str,
+        body: Mapping[str, Any],
+        *,
+        in_reply_to: str | None = None,
+    ) -> list[Envelope]:
+        """Deliver durably (``to="*"`` broadcasts) and wake in-process recipients.
+        Unknown recipient → ``UnknownRecipient``."""
+        ...
+
+    def request_shutdown(self, name: str, *, by: str) -> str:
+        """Journal ``shutdown.requested`` and send ``shutdown_request``; returns the request id."""
+        ...
+
+    def schedule_cron(
+        self, cron: str, prompt: str, *, recurring: bool, tz: str | None, owner: str
+    ) -> CronView:
+        """Validate and schedule (``TeamError`` on a bad expression)."""
+        ...
+
+    def list_crons(self) -> list[CronView]:
+        """Scheduled, not cancelled, not finished cron jobs."""
+        ...
+
+    def cancel_cron(self, cron_id: str, *, by: str) -> None:
+        """Cancel a cron job (unknown id → ``TeamError``)."""
+        ...
