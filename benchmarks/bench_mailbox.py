@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -21,6 +22,7 @@ import threading
 import time
 from pathlib import Path
 
+from mailboxes.fsutil import fsync_dir
 from mailboxes.maildir import Maildir
 from mailboxes.messages import MessageDraft
 from mailboxes.watch import FileWatcher
@@ -82,6 +84,24 @@ def one_sender(scratch: Path, run: int, count: int) -> tuple[float, int]:
     ids = [box.deliver("lead", draft)[0].id for _ in range(count)]
     elapsed = time.perf_counter() - start
     return count / elapsed, len(set(ids) - _read_back(box))
+
+
+def disk_floor(scratch: Path, run: int, count: int) -> float:
+    """The same syscalls as one delivery (write, fsync, rename, fsync dir) with no Python
+    around them: what this disk allows, to read the one-sender figure against."""
+    tmp_dir, new_dir = scratch / f"floor{run}" / "tmp", scratch / f"floor{run}" / "new"
+    tmp_dir.mkdir(parents=True)
+    new_dir.mkdir()
+    data = b"x" * 400
+    start = time.perf_counter()
+    for i in range(count):
+        fd = os.open(tmp_dir / str(i), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, data)
+        os.fsync(fd)
+        os.close(fd)
+        os.rename(tmp_dir / str(i), new_dir / str(i))
+        fsync_dir(new_dir)
+    return count / (time.perf_counter() - start)
 
 
 def one_sender_batched(scratch: Path, run: int, count: int, batch: int) -> tuple[float, int]:
@@ -174,7 +194,10 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-mailbox-", dir=Path.cwd()) as tmp:
         scratch = Path(tmp)
-        one = [one_sender(scratch, r, args.messages) for r in range(args.repeat)]
+        one, floor = [], []
+        for r in range(args.repeat):  # interleaved, so both see the same disk weather
+            one.append(one_sender(scratch, r, args.messages))
+            floor.append(disk_floor(scratch, r, args.messages))
         batched = [one_sender_batched(scratch, r, args.messages, 16) for r in range(args.repeat)]
         many = [
             many_senders(scratch, r, args.messages // args.senders, args.senders)
@@ -183,11 +206,13 @@ def main() -> None:
         wake = wake_latency(scratch, args.samples)
     lost = sum(lost for _, lost in one + batched + many)
     batched_rate = statistics.median(rate for rate, _ in batched)
+    floor_rate = statistics.median(floor)
     one_rate = statistics.median(rate for rate, _ in one)
     many_rate = statistics.median(rate for rate, _ in many)
     p50, p99 = percentile(wake, 0.5) * 1000, percentile(wake, 0.99) * 1000
     figures = [
         figure("durable_delivery_one_sender", one_rate, "msg/s", ">= 2000", one_rate >= 2000),
+        figure("disk_floor_same_syscalls_no_python", floor_rate, "msg/s", "report", True),
         figure("durable_delivery_one_sender_batches_of_16", batched_rate, "msg/s", "report", True),
         figure(
             f"durable_delivery_{args.senders}_sender_processes",
