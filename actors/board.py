@@ -117,54 +117,36 @@ class Board:
         """Run ``decision`` under the store's lock against caught-up state and append its drafts.
 
         Returns the state after the append and the appended (or, for a known ``op_id``, the
-        stored) events. Other modules use this for commands of their own (members, plans).
+        stored) events. When it returns, the projections show at least that state. Other
+        modules use this for commands of their own (members, plans).
         """
-        projections = self._projections
-
-        def commit(state: TeamState, written_from: int) -> None:
-            if projections is not None:
-                projections.write(state, since=written_from)
-
-        return self._append(decision, commit)
-
-    def repair_projections(self) -> Lines:
-        """Rewrite every projection that is missing, stale or hand-edited (under the lock);
-        returns one line per file repaired (each also logged as a warning)."""
-        projections = self._projections
-        repaired: list[str] = []
-        if projections is not None:
-
-            def commit(state: TeamState, written_from: int) -> None:
-                repaired.extend(projections.repair(state))
-
-            self._append(lambda state: (), commit)
-        return repaired
-
-    def _append(
-        self, decision: Decision, commit: Callable[[TeamState, int], None]
-    ) -> tuple[TeamState, tuple[Event, ...]]:
         with self._lock:
+            before = self._state.seq
             base = self._state
-            latest: list[TeamState] = []
-            written_from = [base.seq + 1]
+            caught: list[TeamState] = []
 
             def decide(seen: Sequence[Event]) -> Sequence[EventDraft]:
-                caught_up = fold_all(base, seen)
-                latest.append(caught_up)
-                written_from[0] = caught_up.seq + 1
-                return decision(caught_up)
-
-            def on_commit(events: Sequence[Event]) -> None:
-                new = fold_all(latest[-1] if latest else base, events)
-                latest.append(new)
-                commit(new, written_from[0])
+                caught.append(fold_all(base, seen))
+                return decision(caught[-1])
 
             try:
-                result = self._store.append(decide, after=base.seq, on_commit=on_commit)
+                result = self._store.append(decide, after=base.seq)
             finally:
-                if latest:
-                    self._state = latest[-1]
-            return self._state, tuple(result.appended)
+                if caught:
+                    self._state = caught[-1]
+            appended = tuple(result.appended)
+            state = self._state = fold_all(self._state, appended)
+        if self._projections is not None and any(e.seq > before for e in appended):
+            # Outside the journal lock: projection I/O must not lengthen the critical section.
+            self._projections.sync(state)
+        return state, appended
+
+    def repair_projections(self) -> Lines:
+        """Rewrite every projection that is missing, stale or hand-edited; returns one line
+        per file repaired (each also logged as a warning)."""
+        if self._projections is None:
+            return []
+        return self._projections.repair_all(self.refresh)
 
     def _draft(self, body: Payload, op_id: str | None) -> EventDraft:
         return draft(body.TYPE, self._actor, body, op_id)

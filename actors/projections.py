@@ -5,18 +5,27 @@ stores the ``seq`` it reflects (a task's last change, the team view's last chang
 journal always renders the same bytes: ``verify`` can diff a scratch replay against disk, and
 ``repair`` rewrites a file that is missing, stale, malformed or hand-edited.
 
-Writes are atomic (tmp + rename, so a reader never sees a torn file) and happen under the
-journal's lock (the board's ``on_commit``), so writers in several processes never interleave.
-They are not fsynced by default (``durable=False``): the journal append before them is the
-durable commit, and every file carries its seq, so whatever a power cut leaves behind (an old
-version, an empty file) is found stale or malformed and rewritten under the lock on the next open.
-Skipping two fsyncs per file keeps the journal lock short, which is what claim throughput needs.
+Writers in every process take ``.team/projections.lock`` (flock) and keep the seq projected so
+far in ``.team/projections.seq``. After its journal append a board syncs: under the lock, if the
+mark is behind its seq, it catches up with the journal and writes every task changed since the
+mark plus ``team.json``, then moves the mark. This runs outside the journal's lock, so projection
+I/O never lengthens the claim critical section, and writers coalesce: a sync at a later seq
+covers every command appended before it. A process that died between its append and its sync is covered by
+the next sync of anyone.
+
+Files are replaced atomically (tmp + rename: a reader never sees a torn file) but not fsynced by
+default (``durable=False``): the journal is the durable commit, and whatever a power cut leaves
+behind (an old version, an empty file, a stale mark) is found by ``repair_all`` on the next open.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -105,7 +114,20 @@ def render_team(state: TeamState) -> dict[str, Any]:
 
 
 def _encode(obj: dict[str, Any]) -> bytes:
-    return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    """One key per line (and one list item per line for lists of objects): readable, and each
+    value goes through the C JSON encoder (``indent=`` would use the slow pure-Python one)."""
+    lines = []
+    for key, value in obj.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            items = ",\n".join("    " + _dumps(v) for v in value)
+            lines.append(f"  {_dumps(key)}: [\n{items}\n  ]")
+        else:
+            lines.append(f"  {_dumps(key)}: {_dumps(value)}")
+    return ("{\n" + ",\n".join(lines) + "\n}\n").encode("utf-8")
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
 
 
 class Projections:
@@ -115,12 +137,67 @@ class Projections:
         self.root = root
         self.tasks_dir = root / ".tasks"
         self.team_file = root / ".team" / "team.json"
+        self.lock_file = root / ".team" / "projections.lock"
+        self.mark_file = root / ".team" / "projections.seq"
         self._durable = durable
         self._made_dirs = False
 
     def task_file(self, tid: str) -> Path:
         """Where task ``tid`` is projected."""
         return self.tasks_dir / f"{tid}.json"
+
+    # --- syncing with the journal ----------------------------------------------------------------
+
+    def sync(self, state: TeamState) -> None:
+        """Make the files reflect at least ``state`` (a caught-up fold at some seq).
+
+        Under the lock: if the mark is behind ``state.seq``, write what changed after the mark
+        and move the mark to ``state.seq``. A writer with a later state writes its own changes
+        afterwards; the mark only grows, so a file never goes back to an older version.
+        """
+        with self.locked():
+            mark = self.projected_seq()
+            if mark < state.seq:
+                self.write(state, since=mark + 1)
+                self._set_mark(state.seq)
+
+    def repair_all(self, catch_up: Callable[[], TeamState]) -> list[str]:
+        """Under the projection lock: catch up, repair every drifted file, move the mark."""
+        with self.locked():
+            state = catch_up()
+            lines = self.repair(state)
+            self._set_mark(state.seq)
+            return lines
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the projection lock (its own ``open()``, so threads exclude each other too)."""
+        self._dirs()
+        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def projected_seq(self) -> int:
+        """The seq every projection reflects (0 if unknown: then everything is rewritten)."""
+        try:
+            raw = self.mark_file.read_bytes()
+        except FileNotFoundError:
+            return 0
+        text = raw.decode("ascii", "replace").strip()
+        return int(text) if text.isdigit() else 0
+
+    def _set_mark(self, seq: int) -> None:
+        # Fixed width, written in place under the lock: no rename per command. One small pwrite
+        # is not torn by the writer's death; a mark lost to a power cut is healed by repair_all,
+        # which checks every file on open whatever the mark says.
+        fd = os.open(self.mark_file, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            os.pwrite(fd, f"{seq:020d}\n".encode(), 0)
+        finally:
+            os.close(fd)
 
     # --- writing -------------------------------------------------------------------------------
 
