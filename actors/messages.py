@@ -101,8 +101,61 @@ class StopAllJobs(Message):
     """None: the Jobs actor's default grace between TERM and KILL."""
 
 
+# --- agent actors (lead, teammates) and the supervisor ---------------------------------------
+
+
+class Wake(Message):
+    """Something may have arrived: re-list the inbox (a hint; duplicates are harmless)."""
+
+    kind: Literal["wake"] = "wake"
+    reason: str = "mail"
+    """What prompted it (``mail``, ``tick``, ``start``): for logs only."""
+
+
+class BoardChanged(Message):
+    """The task board may have changed: an idle teammate looks for an assignment or a claim."""
+
+    kind: Literal["board_changed"] = "board_changed"
+
+
+class UserInput(Message):
+    """Text typed by the human for the lead: starts a turn, or joins the running one."""
+
+    kind: Literal["user_input"] = "user_input"
+    text: str
+
+
+class Step(Message):
+    """Run the next step of turn ``turn`` (an agent actor sends this to itself)."""
+
+    kind: Literal["step"] = "step"
+    turn: int
+
+
+class AgentFailed(Message):
+    """To the Supervisor: an agent's turn failed (model error, harness error, crash)."""
+
+    kind: Literal["agent_failed"] = "agent_failed"
+    name: str
+    error: str
+    generation: int = 0
+    """Which incarnation of the agent failed (a stale report after a restart is ignored)."""
+
+
 ActorMessage = Annotated[
-    ScheduleCron | CancelCron | ListCrons | FireDue | StartJob | JobExited | ListJobs | StopAllJobs,
+    ScheduleCron
+    | CancelCron
+    | ListCrons
+    | FireDue
+    | StartJob
+    | JobExited
+    | ListJobs
+    | StopAllJobs
+    | Wake
+    | BoardChanged
+    | UserInput
+    | Step
+    | AgentFailed,
     Field(discriminator="kind"),
 ]
 """Every actor message (append new kinds here)."""
