@@ -120,6 +120,22 @@ class PlanRequest(NamedTuple):
     requested_at: float = 0.0
 
 
+class WorktreeRecord(NamedTuple):
+    """A git worktree the journal knows of (``worktree.*`` events); kept after removal."""
+
+    name: str
+    branch: str
+    base: str
+    """The base ref it was made from: a branch name, or a commit id when made from one."""
+    path: str
+    """Relative to the main checkout (``.worktrees/<name>``)."""
+    task_id: str | None = None
+    removed: bool = False
+    merged_commit: str | None = None
+    """The base-branch commit of the last ``worktree.merged`` (None = never merged)."""
+    created_at: float = 0.0
+
+
 @dataclass(frozen=True, slots=True)
 class TeamState:
     """Everything folded from the journal up to ``seq``. Treat the maps as read-only."""
@@ -133,6 +149,7 @@ class TeamState:
     holdings: Mapping[str, str] = field(default_factory=_empty)
     plan_requests: Mapping[str, PlanRequest] = field(default_factory=_empty)
     ops: Mapping[str, int] = field(default_factory=_empty)
+    worktrees: Mapping[str, WorktreeRecord] = field(default_factory=_empty)
 
     def task(self, tid: str) -> Task:
         """The task ``tid`` (``UnknownTask`` if it was never created)."""

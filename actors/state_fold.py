@@ -18,6 +18,7 @@ from actors.state import (
     Task,
     TaskPlan,
     TeamState,
+    WorktreeRecord,
     task_number,
 )
 from mailboxes.events import (
@@ -36,6 +37,8 @@ from mailboxes.events import (
     TaskUpdated,
     TeamCreated,
     WorktreeBound,
+    WorktreeCreated,
+    WorktreeMerged,
     WorktreeRemoved,
     payload,
 )
@@ -58,6 +61,7 @@ class Builder:
         "seq",
         "tasks",
         "team_seq",
+        "worktrees",
     )
 
     def __init__(self, state: TeamState) -> None:
@@ -70,6 +74,7 @@ class Builder:
         self.holdings = dict(state.holdings)
         self.plan_requests = dict(state.plan_requests)
         self.ops = dict(state.ops)
+        self.worktrees = dict(state.worktrees)
 
     def freeze(self) -> TeamState:
         return TeamState(
@@ -82,6 +87,7 @@ class Builder:
             holdings=MappingProxyType(self.holdings),
             plan_requests=MappingProxyType(self.plan_requests),
             ops=MappingProxyType(self.ops),
+            worktrees=MappingProxyType(self.worktrees),
         )
 
     def apply_all(self, events: Iterable[Event]) -> Builder:
@@ -298,16 +304,38 @@ class Builder:
         self._put(task, event, plan=plan)
         self.plan_requests.pop(body.request_id, None)
 
+    def worktree_created(self, event: Event, p: Any) -> None:
+        body: WorktreeCreated = p
+        self.worktrees[body.name] = WorktreeRecord(
+            name=body.name,
+            branch=body.branch,
+            base=body.base,
+            path=body.path,
+            created_at=event.ts,
+        )
+
     def worktree_bound(self, event: Event, p: Any) -> None:
         body: WorktreeBound = p
         self._put(self.tasks[body.task_id], event, worktree=body.name)
+        record = self.worktrees.get(body.name)
+        if record is not None:
+            self.worktrees[body.name] = record._replace(task_id=body.task_id)
         self.team_seq = event.seq
 
     def worktree_removed(self, event: Event, p: Any) -> None:
         body: WorktreeRemoved = p
         for task in [t for t in self.tasks.values() if t.worktree == body.name]:
             self._put(task, event, worktree=None)
+        record = self.worktrees.get(body.name)
+        if record is not None:
+            self.worktrees[body.name] = record._replace(removed=True)
         self.team_seq = event.seq
+
+    def worktree_merged(self, event: Event, p: Any) -> None:
+        body: WorktreeMerged = p
+        record = self.worktrees.get(body.name)
+        if record is not None:
+            self.worktrees[body.name] = record._replace(merged_commit=body.commit)
 
 
 _HANDLERS: dict[str, Callable[[Builder, Event, Any], None]] = {
@@ -324,6 +352,8 @@ _HANDLERS: dict[str, Callable[[Builder, Event, Any], None]] = {
     "plan.requested": Builder.plan_requested,
     "plan.submitted": Builder.plan_submitted,
     "plan.reviewed": Builder.plan_reviewed,
+    "worktree.created": Builder.worktree_created,
     "worktree.bound": Builder.worktree_bound,
     "worktree.removed": Builder.worktree_removed,
+    "worktree.merged": Builder.worktree_merged,
 }
