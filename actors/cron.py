@@ -14,16 +14,18 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterError, croniter
 
 from actors.errors import TeamError
 from mailboxes.events import CronCancelled, CronFired, CronScheduled, Event, payload
+from mailboxes.messages import MessageDraft
 
 HOST_ACTORS = frozenset({"cli", "runtime", "scheduler"})
 """Actors that schedule on behalf of the lead (their jobs are owned by ``lead``)."""
@@ -274,3 +276,70 @@ def next_wake(table: CronTable, now: float, local: tzinfo | None = None) -> floa
     """Seconds from ``now`` until the earliest active slot (0 if one is due), or None."""
     times = [nf.timestamp() for e in table.values() if (nf := next_fire(e, local)) is not None]
     return max(0.0, min(times) - now) if times else None
+
+
+# --- views and messages -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CronView:
+    """One job as ``list`` shows it."""
+
+    cron_id: str
+    cron: str
+    prompt: str
+    recurring: bool
+    tz: str | None
+    owner: str
+    status: str
+    next_fire: str | None
+    last_slot: str | None
+    fired: int
+
+    def as_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def views(
+    table: CronTable, *, include_done: bool = False, local: tzinfo | None = None
+) -> tuple[CronView, ...]:
+    """The jobs of ``table`` (active ones only unless ``include_done``) in creation order."""
+    out = []
+    for entry in table.values():
+        if entry.status != "active" and not include_done:
+            continue
+        nxt = next_fire(entry, local)
+        out.append(
+            CronView(
+                cron_id=entry.cron_id,
+                cron=entry.cron,
+                prompt=entry.prompt,
+                recurring=entry.recurring,
+                tz=entry.tz,
+                owner=entry.owner,
+                status=entry.status,
+                next_fire=None if nxt is None else nxt.isoformat(),
+                last_slot=entry.last_slot,
+                fired=entry.fired,
+            )
+        )
+    return tuple(out)
+
+
+def fired_draft(entry: CronEntry, missed: int, slot: str) -> MessageDraft:
+    """The ``cron_fired`` message for a firing of ``entry``."""
+    text = f"Cron job {entry.cron_id} ({entry.cron}) fired for {slot}: {entry.prompt}"
+    if missed:
+        text += f" ({missed} earlier slot(s) were missed while the team was down)"
+    return MessageDraft(
+        to=entry.owner,
+        type="cron_fired",
+        body={
+            "cron_id": entry.cron_id,
+            "slot": slot,
+            "prompt": entry.prompt,
+            "missed": missed,
+            "recurring": entry.recurring,
+            "text": text,
+        },
+    )

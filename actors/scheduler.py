@@ -20,7 +20,6 @@ import hashlib
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from datetime import tzinfo
 from pathlib import Path
 from typing import Any, Protocol
@@ -32,13 +31,15 @@ from actors.cron import (
     CronEntry,
     CronError,
     CronTable,
+    CronView,
     Firing,
     due,
+    fired_draft,
     fold_crons,
-    next_fire,
     next_wake,
     parse_cron,
     slot_time,
+    views,
     zone,
 )
 from actors.messages import CancelCron, FireDue, ListCrons, ScheduleCron
@@ -96,25 +97,6 @@ def thread_timer(delay_s: float, callback: Callable[[], None]) -> Timer:
     return timer
 
 
-@dataclass(frozen=True)
-class CronView:
-    """One job as ``list`` shows it."""
-
-    cron_id: str
-    cron: str
-    prompt: str
-    recurring: bool
-    tz: str | None
-    owner: str
-    status: str
-    next_fire: str | None
-    last_slot: str | None
-    fired: int
-
-    def as_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
 # --- journal commands (used by the actor and by the CLI in another process) --------------------
 
 
@@ -169,51 +151,6 @@ def cancel_cron(store: EventStore, cron_id: str, *, actor: str = "cli") -> bool:
 
     store.append(decide, after=0)
     return outcome[0]
-
-
-def views(
-    table: CronTable, *, include_done: bool = False, local: tzinfo | None = None
-) -> tuple[CronView, ...]:
-    """The jobs of ``table`` (active ones only unless ``include_done``) in creation order."""
-    out = []
-    for entry in table.values():
-        if entry.status != "active" and not include_done:
-            continue
-        nxt = next_fire(entry, local)
-        out.append(
-            CronView(
-                cron_id=entry.cron_id,
-                cron=entry.cron,
-                prompt=entry.prompt,
-                recurring=entry.recurring,
-                tz=entry.tz,
-                owner=entry.owner,
-                status=entry.status,
-                next_fire=None if nxt is None else nxt.isoformat(),
-                last_slot=entry.last_slot,
-                fired=entry.fired,
-            )
-        )
-    return tuple(out)
-
-
-def fired_draft(entry: CronEntry, missed: int, slot: str) -> MessageDraft:
-    """The ``cron_fired`` message for a firing of ``entry``."""
-    text = f"Cron job {entry.cron_id} ({entry.cron}) fired for {slot}: {entry.prompt}"
-    if missed:
-        text += f" ({missed} earlier slot(s) were missed while the team was down)"
-    return MessageDraft(
-        to=entry.owner,
-        type="cron_fired",
-        body={
-            "cron_id": entry.cron_id,
-            "slot": slot,
-            "prompt": entry.prompt,
-            "missed": missed,
-            "recurring": entry.recurring,
-            "text": text,
-        },
-    )
 
 
 # --- the actor ---------------------------------------------------------------------------------

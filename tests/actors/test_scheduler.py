@@ -10,7 +10,7 @@ import pykka
 import pytest
 
 from actors.cron import CronError
-from actors.scheduler import MaildirDelivery, SchedulerHandle, message_id
+from actors.scheduler import KeyedDeliver, MaildirDelivery, SchedulerHandle, message_id
 from mailboxes.events import Event
 from mailboxes.journal import FileJournal
 from mailboxes.maildir import Maildir
@@ -35,7 +35,7 @@ class Env:
         self.ids = SeqIds()
         self.timers = FakeTimers()
 
-    def start(self, deliver: object | None = None) -> SchedulerHandle:
+    def start(self, deliver: KeyedDeliver | None = None) -> SchedulerHandle:
         return SchedulerHandle.start(
             self.journal,
             deliver or self.deliver,
