@@ -5,8 +5,8 @@ stores the ``seq`` it reflects (a task's last change, the team view's last chang
 journal always renders the same bytes: ``verify`` can diff a scratch replay against disk, and
 ``repair`` rewrites a file that is missing, stale, malformed or hand-edited.
 
-Writers in every process take ``.team/projections.lock`` (flock) and keep the seq projected so
-far in ``.team/projections.seq``. After its journal append a board syncs: under the lock, if the
+Writers in every process take ``.team/projections.lock`` (flock); the lock file also holds the
+seq projected so far (the mark). After its journal append a board syncs: under the lock, if the
 mark is behind its seq, it catches up with the journal and writes every task changed since the
 mark plus ``team.json``, then moves the mark. This runs outside the journal's lock, so projection
 I/O never lengthens the claim critical section, and writers coalesce: a sync at a later seq
@@ -138,7 +138,6 @@ class Projections:
         self.tasks_dir = root / ".tasks"
         self.team_file = root / ".team" / "team.json"
         self.lock_file = root / ".team" / "projections.lock"
-        self.mark_file = root / ".team" / "projections.seq"
         self._durable = durable
         self._made_dirs = False
 
@@ -155,49 +154,38 @@ class Projections:
         and move the mark to ``state.seq``. A writer with a later state writes its own changes
         afterwards; the mark only grows, so a file never goes back to an older version.
         """
-        with self.locked():
-            mark = self.projected_seq()
+        with self.locked() as fd:
+            mark = _read_mark(fd)
             if mark < state.seq:
                 self.write(state, since=mark + 1)
-                self._set_mark(state.seq)
+                _write_mark(fd, state.seq)
 
     def repair_all(self, catch_up: Callable[[], TeamState]) -> list[str]:
         """Under the projection lock: catch up, repair every drifted file, move the mark."""
-        with self.locked():
+        with self.locked() as fd:
             state = catch_up()
             lines = self.repair(state)
-            self._set_mark(state.seq)
+            _write_mark(fd, state.seq)
             return lines
 
     @contextmanager
-    def locked(self) -> Iterator[None]:
-        """Hold the projection lock (its own ``open()``, so threads exclude each other too)."""
+    def locked(self) -> Iterator[int]:
+        """Hold the projection lock; yields the lock file's descriptor, which holds the mark.
+
+        Each call is its own ``open()``, so threads of one process exclude each other too.
+        """
         self._dirs()
         fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
+            yield fd
         finally:
             os.close(fd)
 
     def projected_seq(self) -> int:
         """The seq every projection reflects (0 if unknown: then everything is rewritten)."""
-        try:
-            raw = self.mark_file.read_bytes()
-        except FileNotFoundError:
-            return 0
-        text = raw.decode("ascii", "replace").strip()
-        return int(text) if text.isdigit() else 0
-
-    def _set_mark(self, seq: int) -> None:
-        # Fixed width, written in place under the lock: no rename per command. One small pwrite
-        # is not torn by the writer's death; a mark lost to a power cut is healed by repair_all,
-        # which checks every file on open whatever the mark says.
-        fd = os.open(self.mark_file, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            os.pwrite(fd, f"{seq:020d}\n".encode(), 0)
-        finally:
-            os.close(fd)
+        with self.locked() as fd:
+            return _read_mark(fd)
 
     # --- writing -------------------------------------------------------------------------------
 
@@ -305,6 +293,18 @@ def _check(path: Path, expected: dict[str, Any]) -> Drift | None:
         return Drift(path, "stale", f"reflects seq {seq}, the journal is at {expected['seq']}")
     fields = sorted(k for k in expected.keys() | found.keys() if found.get(k) != expected.get(k))
     return Drift(path, "differs", "fields " + ", ".join(fields) if fields else "formatting")
+
+
+def _read_mark(fd: int) -> int:
+    text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    return int(text) if text.isdigit() else 0
+
+
+def _write_mark(fd: int, seq: int) -> None:
+    # Fixed width, written in place under the lock: no rename per command. One small pwrite is
+    # not torn by the writer's death; a mark lost to a power cut is healed by repair_all, which
+    # checks every file on open whatever the mark says.
+    os.pwrite(fd, f"{seq:020d}\n".encode(), 0)
 
 
 def _read(path: Path) -> dict[str, Any] | None:
