@@ -117,13 +117,18 @@ def main() -> None:
     parser.add_argument("--collide", action="store_true")
     parser.add_argument("--slow-start", type=float, default=0.0)
     parser.add_argument("--crash-on-start", action="store_true")
+    parser.add_argument("--http-port", type=int, default=0, help="serve streamable HTTP instead")
     opts = parser.parse_args()
     if opts.crash_on_start:
         print("cannot start: configuration broken", file=sys.stderr, flush=True)
         sys.exit(2)
     if opts.slow_start:
         time.sleep(opts.slow_start)
-    build(opts.many, opts.collide).run()
+    server = build(opts.many, opts.collide)
+    if opts.http_port:
+        server.run("streamable-http", host="127.0.0.1", port=opts.http_port)
+    else:
+        server.run()
 
 
 if __name__ == "__main__":
