@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from actors import cli_journal, cli_messages, cli_tasks, cli_team
+from actors.cli_ops import COMMANDS as OPS_COMMANDS
 from harness.headless import ask_command
 
 
@@ -103,6 +104,8 @@ for _command in (
     *cli_messages.COMMANDS,
     *cli_journal.COMMANDS,
 ):
+    cli.add_command(_command)
+for _command in OPS_COMMANDS:
     cli.add_command(_command)
 cli.add_command(ask_command)
 
