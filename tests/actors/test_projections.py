@@ -164,3 +164,27 @@ def test_long_random_run_has_no_drift(tmp_path: Path) -> None:
     for _ in range(40):
         random_commands(rng.choice(boards), rng, 50)
     assert replayed(tmp_path) == []
+
+
+def test_next_sync_covers_a_writer_that_died_before_projecting(tmp_path: Path) -> None:
+    board = open_board(tmp_path)
+    board.create("a")
+    board.create("b")
+    # Another process appended, then died before its projection sync.
+    journal = FileJournal(tmp_path / ".team")
+    claim = ev.TaskClaimed(task_id="task_1", owner="w1", epoch=1)
+    journal.append(lambda seen: [ev.draft(claim.TYPE, "w1", claim)], after=journal.last_seq())
+    assert [d.kind for d in verify(board.refresh(), tmp_path)] == ["stale", "stale"]
+    board.claim("task_2", "w2")  # any later command's sync covers the gap
+    assert replayed(tmp_path) == []
+    assert Projections(tmp_path).projected_seq() == 4
+
+
+def test_syncing_an_older_state_never_regresses_files(tmp_path: Path) -> None:
+    board = open_board(tmp_path)
+    board.create("a")
+    old = board.state
+    board.update("task_1", subject="A")
+    Projections(tmp_path).sync(old)
+    assert Projections(tmp_path).read_task("task_1")["subject"] == "A"  # type: ignore[index]
+    assert replayed(tmp_path) == []
