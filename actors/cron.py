@@ -304,6 +304,7 @@ def views(
     table: CronTable, *, include_done: bool = False, local: tzinfo | None = None
 ) -> tuple[CronView, ...]:
     """The jobs of ``table`` (active ones only unless ``include_done``) in creation order."""
+    local = local or local_zone()
     out = []
     for entry in table.values():
         if entry.status != "active" and not include_done:

@@ -135,7 +135,11 @@ class Jobs(pykka.ThreadingActor):
         job_id = f"job_{self._ids.new_id()[:8]}"
         log_path = self._dir / f"{job_id}.log"
         proc = jobs_proc.spawn(
-            msg.command, cwd=Path(msg.cwd), log_path=log_path, job_id=job_id, shell=self._shell
+            msg.command,
+            cwd=Path(msg.cwd),
+            log_path=log_path,
+            mark=self._mark(job_id),
+            shell=self._shell,
         )
         run = _Running(
             job_id,
@@ -155,13 +159,16 @@ class Jobs(pykka.ThreadingActor):
         try:
             self._append([draft(body.TYPE, msg.owner, body, op_id=f"job:{job_id}:started")])
         except BaseException:
-            jobs_proc.signal_job(proc.pid, job_id, signal.SIGKILL)
+            jobs_proc.signal_job(proc.pid, self._mark(job_id), signal.SIGKILL)
             proc.wait()
             if run.fd is not None:
                 os.close(run.fd)
             raise
         self._watch(run)
         return job_views(MappingProxyType({job_id: self._table[job_id]}), self._dir)[0]
+
+    def _mark(self, job_id: str) -> str:
+        return jobs_proc.marker(job_id, self._dir)
 
     def _watch(self, run: _Running) -> None:
         self._running[run.job_id] = run
@@ -175,10 +182,10 @@ class Jobs(pykka.ThreadingActor):
         try:
             if not self._wait_exit(run, run.timeout_s):
                 timed_out = True
-                jobs_proc.signal_job(run.pid, run.job_id, signal.SIGTERM)
+                jobs_proc.signal_job(run.pid, self._mark(run.job_id), signal.SIGTERM)
                 self._wait_exit(run, self._grace)
             # Nothing the job started outlives it (like the foreground bash tool).
-            jobs_proc.signal_job(run.pid, run.job_id, signal.SIGKILL)
+            jobs_proc.signal_job(run.pid, self._mark(run.job_id), signal.SIGKILL)
             if run.proc is not None:
                 code = run.proc.wait()
         except Exception:
@@ -257,13 +264,13 @@ class Jobs(pykka.ThreadingActor):
         runs = list(self._running.values())
         for run in runs:
             run.stopping = True
-            jobs_proc.signal_job(run.pid, run.job_id, signal.SIGTERM)
+            jobs_proc.signal_job(run.pid, self._mark(run.job_id), signal.SIGTERM)
         deadline = self._clock.monotonic() + grace
         for run in runs:
             run.done.wait(max(0.0, deadline - self._clock.monotonic()))
         for run in runs:
             if not run.done.is_set():
-                jobs_proc.signal_job(run.pid, run.job_id, signal.SIGKILL)
+                jobs_proc.signal_job(run.pid, self._mark(run.job_id), signal.SIGKILL)
         for run in runs:
             if not run.done.wait(grace + 10.0):
                 log.error("job %s did not end after SIGKILL", run.job_id)

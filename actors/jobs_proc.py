@@ -35,10 +35,17 @@ MARKER = "TEAMCTL_JOB_ID"
 """Environment variable naming the job a process belongs to."""
 
 
+def marker(job_id: str, jobs_dir: Path) -> str:
+    """The value of ``MARKER`` for a job: its id and its team's jobs folder, so two teams (or
+    two test runs) with the same job id never mark each other's processes."""
+    return f"{job_id}@{jobs_dir.resolve()}"
+
+
 def spawn(
-    command: str, *, cwd: Path, log_path: Path, job_id: str, shell: str = "/bin/bash"
+    command: str, *, cwd: Path, log_path: Path, mark: str, shell: str = "/bin/bash"
 ) -> subprocess.Popen[bytes]:
-    """Start ``command`` in its own session with output appended to ``log_path``."""
+    """Start ``command`` in its own session with output appended to ``log_path`` and
+    ``MARKER=mark`` in its environment."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     try:
@@ -48,7 +55,7 @@ def spawn(
             stdin=subprocess.DEVNULL,
             stdout=fd,
             stderr=subprocess.STDOUT,
-            env={**os.environ, **SHELL_ENV, MARKER: job_id},
+            env={**os.environ, **SHELL_ENV, MARKER: mark},
             start_new_session=True,
             close_fds=True,
         )
@@ -94,9 +101,9 @@ def wait_fd(fd: int, timeout_s: float | None) -> bool:
     return bool(readable)
 
 
-def marked_pids(job_id: str) -> list[int]:
-    """Live processes (other than this one) whose environment names ``job_id``."""
-    needle = f"{MARKER}={job_id}".encode()
+def marked_pids(mark: str) -> list[int]:
+    """Live processes (other than this one) whose environment carries ``MARKER=mark``."""
+    needle = f"{MARKER}={mark}".encode()
     me = os.getpid()
     found = []
     for entry in os.scandir("/proc"):
@@ -111,11 +118,11 @@ def marked_pids(job_id: str) -> list[int]:
     return found
 
 
-def signal_job(pgid: int, job_id: str, sig: signal.Signals) -> None:
-    """Send ``sig`` to the job's process group and to every process still marked with it."""
+def signal_job(pgid: int, mark: str, sig: signal.Signals) -> None:
+    """Send ``sig`` to the job's process group and to every process still marked ``mark``."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    for pid in marked_pids(job_id):
+    for pid in marked_pids(mark):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
 

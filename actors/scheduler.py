@@ -36,6 +36,7 @@ from actors.cron import (
     due,
     fired_draft,
     fold_crons,
+    local_zone,
     next_wake,
     parse_cron,
     slot_time,
@@ -177,7 +178,7 @@ class Scheduler(pykka.ThreadingActor):
         self._clock = clock
         self._ids = ids
         self._timer_factory = timer
-        self._local = local_tz
+        self._local = local_tz or local_zone()
         self._redeliver_window_s = redeliver_window_s
         self._max_wake_s = max_wake_s
         self._table: CronTable = EMPTY_TABLE
