@@ -156,14 +156,14 @@ def test_notification_reaches_the_owner_with_head_and_tail(env: Env) -> None:
 def test_timeout_kills_the_group(env: Env, tmp_path: Path) -> None:
     jobs = env.start()
     pidfile = tmp_path / "child.pid"
-    os.mkfifo(pidfile)
-    # The child never ends on its own; bash waits for it.
+    # The child never ends on its own; bash waits for it. $! is known right after the fork, so
+    # the pid file is written long before the timeout.
     view = jobs.start_job(
-        f"sleep 300 & echo $! > {pidfile}; wait", cwd=env.root, owner="lead", timeout_s=0.3
+        f"sleep 300 & echo $! > {pidfile}; wait", cwd=env.root, owner="lead", timeout_s=1.0
     )
-    child = int(read_line(pidfile))
     [msg] = env.wait_for_message("lead")
     assert msg.body["status"] == "timeout"
+    child = int(pidfile.read_text())
     wait_gone(child)
     assert not alive(child)
     assert not alive(view.pid or 0)
