@@ -1,0 +1,190 @@
+"""Protocols between members (DESIGN §9): plan approval and shutdown, journal first, then mail.
+
+Every step journals its event through ``actors.board_protocols`` (checked under the journal
+lock) and only then sends the message, so a message never announces something the journal does
+not hold. Plans are reviewed by the lead or by a human (``settings.approvals.plans``); with a
+human reviewer no message goes to the lead and the request shows in ``teamctl plans``.
+
+Permission requests are in ``actors.permission_requests``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from actors import board_protocols as bp
+from actors.board_protocols import PlanReview, ProtocolError
+from actors.state import PlanRequest, TeamState
+
+if TYPE_CHECKING:
+    from actors.services import TeamServices
+
+__all__ = [
+    "LEAD",
+    "PlanSubmission",
+    "ProtocolError",
+    "answer_shutdown",
+    "plan_mode_active",
+    "request_plan",
+    "review_plan",
+    "submit_plan",
+]
+
+LEAD = "lead"
+
+
+def plan_mode_active(state: TeamState, agent: str) -> bool:
+    """True while ``agent`` must stay read-only because a plan is needed and not approved for
+    its current claim: the task it holds requires a plan (or one was requested), or the member
+    was spawned with ``plan_required``. Holding no task, a ``plan_required`` member stays in
+    plan mode; anyone else is not gated by plans."""
+    member = state.members.get(agent)
+    member_requires = member is not None and member.plan_required
+    task = state.holding(agent)
+    if task is None:
+        return member_requires
+    plan = task.plan
+    if not (plan.required or member_requires):
+        return False
+    return not (plan.status == "approved" and plan.epoch == task.epoch)
+
+
+@dataclass(frozen=True)
+class PlanSubmission:
+    """A journaled plan and who reviews it (``"human"`` or the lead's name)."""
+
+    request: PlanRequest
+    reviewer: str
+
+
+def request_plan(services: TeamServices, teammate: str, task_id: str, *, by: str) -> PlanRequest:
+    """Ask ``teammate`` for a plan on the task it holds: journal, then tell it."""
+    req = bp.request_plan(services.board, teammate, task_id, by=by)
+    services.send(
+        by,
+        teammate,
+        "message",
+        {
+            "text": (
+                f"{by} asks for a plan before you change anything on {task_id}. Stay with "
+                "read-only tools, then call submit_plan with your plan."
+            ),
+            "protocol": "plan_requested",
+            "request_id": req.request_id,
+            "task_id": task_id,
+        },
+    )
+    return req
+
+
+def submit_plan(
+    services: TeamServices, owner: str, plan: str, *, epoch: int | None = None
+) -> PlanSubmission:
+    """Journal ``owner``'s plan for the task it holds, then send ``plan_approval_request`` to
+    the lead (unless plans are reviewed by a human)."""
+    req = bp.submit_plan(services.board, owner, plan, epoch=epoch)
+    if services.settings.approvals.plans == "human":
+        return PlanSubmission(req, "human")
+    services.send(
+        owner,
+        LEAD,
+        "plan_approval_request",
+        {
+            "text": f"{owner} submitted a plan for {req.task_id}:\n{plan}",
+            "request_id": req.request_id,
+            "task_id": req.task_id,
+            "epoch": req.epoch,
+            "plan": plan,
+        },
+    )
+    return PlanSubmission(req, LEAD)
+
+
+def review_plan(
+    services: TeamServices,
+    request_id: str,
+    approve: bool,
+    feedback: str = "",
+    *,
+    reviewer: str,
+) -> PlanReview:
+    """Journal the review, then send ``plan_approval_response`` to the plan's author."""
+    review = bp.review_plan(services.board, request_id, approve, feedback, reviewer=reviewer)
+    notify_review(services, review)
+    return review
+
+
+def review_text(review: PlanReview) -> str:
+    """What the author reads about a review."""
+    tid = review.request.task_id
+    if review.approve:
+        text = f"Your plan for {tid} was approved by {review.reviewer}. You may now make changes."
+    else:
+        text = (
+            f"Your plan for {tid} was rejected by {review.reviewer}. Revise it and call "
+            "submit_plan again. Stay with read-only tools until a plan is approved."
+        )
+    return f"{text}\nFeedback: {review.feedback}" if review.feedback else text
+
+
+def notify_review(services: TeamServices, review: PlanReview) -> None:
+    """Send ``plan_approval_response`` for a journaled review."""
+    services.send(
+        review.reviewer,
+        review.request.teammate,
+        "plan_approval_response",
+        review_body(review),
+    )
+
+
+def review_body(review: PlanReview) -> dict[str, object]:
+    """The body of a ``plan_approval_response``."""
+    return {
+        "text": review_text(review),
+        "request_id": review.request.request_id,
+        "task_id": review.request.task_id,
+        "approve": review.approve,
+        "feedback": review.feedback,
+    }
+
+
+def answer_shutdown(
+    services: TeamServices,
+    name: str,
+    request_id: str,
+    *,
+    approve: bool = True,
+    requested_by: str = LEAD,
+    reason: str = "",
+) -> None:
+    """``name`` answers a shutdown request: journal ``shutdown.acknowledged``, then send
+    ``shutdown_response`` to whoever asked. The caller then stops the member."""
+    bp.acknowledge_shutdown(services.board, name, request_id, approve=approve)
+    text = f"{name} is shutting down." if approve else f"{name} declined to shut down."
+    services.send(
+        name,
+        requested_by,
+        "shutdown_response",
+        {
+            "text": f"{text} {reason}".strip(),
+            "request_id": request_id,
+            "approve": approve,
+        },
+    )
+
+
+def _check_reviewer(services: TeamServices, reviewer: str) -> None:
+    if services.settings.approvals.plans == "human" and reviewer == LEAD:
+        raise ProtocolError(
+            "plans are reviewed by a human in this team (settings approvals.plans); "
+            "they answer with `teamctl approve|reject`"
+        )
+
+
+def lead_review_plan(
+    services: TeamServices, request_id: str, approve: bool, feedback: str, *, reviewer: str
+) -> PlanReview:
+    """``review_plan`` for the lead's tool: refused when plans go to a human."""
+    _check_reviewer(services, reviewer)
+    return review_plan(services, request_id, approve, feedback, reviewer=reviewer)

@@ -1,0 +1,204 @@
+"""A small ``TeamServices`` over a real journal-backed ``Board`` and a real ``Maildir``.
+
+Members are journaled (``member.spawned``) and get an inbox; cron jobs live in a dict. Enough
+for the team tools and protocols; the real runtime implements the same protocol.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from actors.board import Board
+from actors.errors import DuplicateMember, TeamError, UnknownMember
+from actors.services import CronView, MemberView, TeammateSpec
+from actors.settings import Settings, parse_settings
+from actors.state import TeamState
+from mailboxes.events import EventDraft, MemberSpawned, ShutdownRequested, draft
+from mailboxes.journal import FileJournal
+from mailboxes.maildir import Maildir
+from mailboxes.messages import Envelope, MessageDraft
+
+LEAD = "lead"
+
+
+@dataclass
+class FakeTeam:
+    """The fake runtime: services plus handles tests look at."""
+
+    root: Path
+    journal: FileJournal
+    board: Board
+    mailbox: Maildir
+    settings: Settings
+    crons: dict[str, CronView] = field(default_factory=dict)
+    spawned: list[TeammateSpec] = field(default_factory=list)
+
+    @property
+    def repo_root(self) -> Path:
+        return self.root
+
+    def spawn_teammate(self, spec: TeammateSpec, *, by: str) -> MemberView:
+        if spec.task_id is not None:
+            claim = self.board.claim(spec.task_id, spec.name)
+            if not claim.ok:
+                raise TeamError(f"cannot spawn {spec.name}: {claim.reason}")
+
+        def decision(st: TeamState) -> Sequence[EventDraft]:
+            member = st.members.get(spec.name)
+            if member is not None and member.status != "stopped":
+                raise DuplicateMember(spec.name)
+            body = MemberSpawned(
+                name=spec.name,
+                role=spec.role,
+                model=spec.model,
+                prompt=spec.prompt,
+                plan_required=spec.plan_required,
+                tools=spec.tools,
+            )
+            return (draft(body.TYPE, by, body),)
+
+        self.board.execute(decision)
+        self.mailbox.ensure_inbox(spec.name)
+        self.spawned.append(spec)
+        return self._view(spec.name)
+
+    def _view(self, name: str) -> MemberView:
+        st = self.board.refresh()
+        member = st.members[name]
+        held = st.holding(name)
+        return MemberView(
+            name=name,
+            kind=member.kind,
+            role=member.role,
+            status=member.status,
+            task_id=held.id if held else None,
+            worktree=held.worktree if held else None,
+            last_activity=member.joined_at,
+            tokens_used=0,
+            hosted_here=True,
+        )
+
+    def members(self) -> list[MemberView]:
+        return [self._view(name) for name in self.board.refresh().members]
+
+    def send(
+        self,
+        sender: str,
+        to: str,
+        type: str,
+        body: Mapping[str, Any],
+        *,
+        in_reply_to: str | None = None,
+    ) -> list[Envelope]:
+        message = MessageDraft.model_validate(
+            {"to": to, "type": type, "body": dict(body), "in_reply_to": in_reply_to}
+        )
+        return self.mailbox.deliver(sender, message)
+
+    def request_shutdown(self, name: str, *, by: str) -> str:
+        rid = f"shutdown-{uuid.uuid4().hex[:6]}"
+
+        def decision(st: TeamState) -> Sequence[EventDraft]:
+            if name not in st.members:
+                raise UnknownMember(name)
+            body = ShutdownRequested(name=name, request_id=rid)
+            return (draft(body.TYPE, by, body),)
+
+        self.board.execute(decision)
+        self.send(by, name, "shutdown_request", {"text": "please stop", "request_id": rid})
+        return rid
+
+    def schedule_cron(
+        self, cron: str, prompt: str, *, recurring: bool, tz: str | None, owner: str
+    ) -> CronView:
+        if len(cron.split()) != 5:
+            raise TeamError(f"bad cron expression {cron!r}: need 5 fields")
+        view = CronView(f"cron_{len(self.crons) + 1}", cron, prompt, recurring, tz, "soon", owner)
+        self.crons[view.cron_id] = view
+        return view
+
+    def list_crons(self) -> list[CronView]:
+        return list(self.crons.values())
+
+    def cancel_cron(self, cron_id: str, *, by: str) -> None:
+        if self.crons.pop(cron_id, None) is None:
+            raise TeamError(f"unknown cron job {cron_id!r}")
+
+    # --- test helpers ------------------------------------------------------------------------------
+
+    def inbox(self, agent: str) -> list[Envelope]:
+        """Unread messages of ``agent`` (not acked)."""
+        return self.mailbox.pending(agent)
+
+    def events(self, kind: str | None = None) -> list[Any]:
+        return [e for e in self.journal.read_from(1) if kind is None or e.type == kind]
+
+    def close(self) -> None:
+        self.journal.close()
+
+
+def make_team(root: Path, settings: Mapping[str, Any] | None = None) -> FakeTeam:
+    """A git repository at ``root`` with ``teamctl init`` done, and a fake team over it."""
+    from actors.factory import init_team
+    from actors.projections import Projections
+
+    root.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    init_team(root)
+    if settings:
+        import json
+
+        (root / ".team" / "settings.json").write_text(json.dumps(settings))
+    journal = FileJournal(root / ".team")
+    board = Board(journal, projections=Projections(root), actor="runtime")
+    mailbox = Maildir(root / ".team" / "mailboxes")
+    mailbox.ensure_inbox(LEAD)
+    return FakeTeam(
+        root=root,
+        journal=journal,
+        board=board,
+        mailbox=mailbox,
+        settings=parse_settings(dict(settings or {}), "test"),
+    )
+
+
+class Driver:
+    """Calls team tools the way an agent's executor does (validation, policy, ToolError)."""
+
+    def __init__(
+        self, tools: Sequence[Any], agent: str, root: Path, *, read_only: bool = False
+    ) -> None:
+        from harness.permissions import Permissions
+        from harness.policy import HarnessPolicy
+        from harness.tools.base import ToolContext
+        from harness.tools.executor import ToolExecutor
+        from harness.tools.registry import ToolRegistry
+
+        self.executor = ToolExecutor(ToolRegistry(tools), HarnessPolicy(Permissions()))
+        self.ctx = ToolContext(agent=agent, root=root, cwd=root, read_only=read_only)
+        self._n = 0
+
+    def result(self, tool: str, /, **args: Any) -> Any:
+        """The ``ToolResultBlock`` of one call."""
+        from harness.ports import ToolUseBlock
+
+        self._n += 1
+        call = ToolUseBlock(id=f"toolu_{self._n}", name=tool, input=args)
+        return self.executor.run_one(call, self.ctx)
+
+    def ok(self, tool: str, /, **args: Any) -> str:
+        """Call and require success; the text."""
+        block = self.result(tool, **args)
+        assert not block.is_error, block.content
+        return str(block.content)
+
+    def error(self, tool: str, /, **args: Any) -> str:
+        """Call and require a tool error; the text."""
+        block = self.result(tool, **args)
+        assert block.is_error, block.content
+        return str(block.content)
