@@ -42,16 +42,15 @@ def _settings_servers(path: Path) -> dict[str, Any]:
 def open_manager(root: Path) -> McpManager:
     """An ``McpManager`` for the servers configured for ``root`` (nothing started yet)."""
     from harness.mcp_client import McpManager
-    from harness.mcp_config import McpError, load_mcp_servers
+    from harness.mcp_config import McpError
 
     extra = _settings_servers(root / ".team" / "settings.json")
     if os.environ.get("TEAMCTL_SETTINGS"):
         extra.update(_settings_servers(Path(os.environ["TEAMCTL_SETTINGS"])))
     try:
-        servers = load_mcp_servers(root, extra)
+        return McpManager.from_config(root, extra)
     except McpError as exc:
         raise click.ClickException(str(exc)) from exc
-    return McpManager(servers, root=root, log_dir=root / ".team" / "mcp")
 
 
 def _status_json(st: ServerStatus) -> dict[str, Any]:

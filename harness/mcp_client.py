@@ -28,7 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO, TypeVar
 
-from harness.mcp_config import McpConfigError, McpError, McpOptions, McpServerConfig
+from harness.mcp_config import (
+    McpConfigError,
+    McpError,
+    McpOptions,
+    McpServerConfig,
+    load_mcp_servers,
+)
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +132,19 @@ class McpManager:
         self._thread: threading.Thread | None = None
         self._guard = threading.Lock()
         self._closed = False
+
+    @classmethod
+    def from_config(
+        cls,
+        root: Path,
+        settings_servers: Mapping[str, Any] | None = None,
+        *,
+        options: McpOptions | None = None,
+    ) -> McpManager:
+        """The servers of ``<root>/.mcp.json`` and the settings' ``mcpServers``, with server
+        stderr logged to ``<root>/.team/mcp/<name>.log``; ``McpConfigError`` for a bad file."""
+        servers = load_mcp_servers(root, settings_servers)
+        return cls(servers, root=root, options=options, log_dir=root / ".team" / "mcp")
 
     # -- public, sync ------------------------------------------------------------------------
 
@@ -361,6 +380,7 @@ class McpManager:
 
     def _request(self, conn: _Conn, coro: Coroutine[Any, Any, T], timeout: float, what: str) -> T:
         loop = self._ensure_loop()
+        session = conn.session
         fut = asyncio.run_coroutine_threadsafe(coro, loop)
         try:
             return fut.result(timeout=timeout + _SLACK_S)
@@ -372,9 +392,11 @@ class McpManager:
         except McpError:
             raise
         except Exception as exc:
-            raise self._classify(conn, _leaf(exc), timeout, what) from exc
+            raise self._classify(conn, session, _leaf(exc), timeout, what) from exc
 
-    def _classify(self, conn: _Conn, exc: BaseException, timeout: float, what: str) -> McpError:
+    def _classify(
+        self, conn: _Conn, session: Any, exc: BaseException, timeout: float, what: str
+    ) -> McpError:
         from mcp import MCPError
         from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
@@ -385,7 +407,7 @@ class McpManager:
         closed = isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED
         if closed or _is_broken_stream(exc):
             with conn.lock:
-                if conn.state == "ready":
+                if conn.state == "ready" and conn.session is session:  # not a newer session
                     conn.state = "crashed"
                     conn.error = f"the server stopped during {what}{_log_tail(conn)}"
             return McpServerCrashed(

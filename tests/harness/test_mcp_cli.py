@@ -73,3 +73,17 @@ def test_find_root_walks_up(tmp_path: Path) -> None:
     deep = tmp_path / "a" / "b"
     deep.mkdir(parents=True)
     assert find_root(deep) == tmp_path.resolve()
+
+
+def test_a_bad_config_file_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"x": {"args": []}}}))
+    result = CliRunner().invoke(mcp_group, ["list", "--root", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "MCP server 'x'" in result.output and "needs `command`" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_no_servers(tmp_path: Path) -> None:
+    result = CliRunner().invoke(mcp_group, ["list", "--root", str(tmp_path)])
+    assert result.exit_code == 0
+    assert "No MCP servers configured" in result.output
