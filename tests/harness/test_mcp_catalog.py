@@ -121,6 +121,7 @@ def test_search_tools_makes_matches_callable_in_the_agent_loop(
     system = "\n".join(b.text for b in first.system)
     assert "# MCP servers" in system and "mcp__many__tool_049" in system
     assert tool_names(third) == sorted(tool_names(third))
+    agent.close()
 
 
 def test_a_resumed_agent_gets_back_the_tools_it_had_loaded(

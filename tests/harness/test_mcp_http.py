@@ -40,13 +40,17 @@ def http_server() -> Iterator[int]:
             if "Uvicorn running" in line or "Application startup complete" in line:
                 listening.set()
 
-    threading.Thread(target=watch, daemon=True).start()
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
     try:
         assert listening.wait(timeout=30), "the HTTP MCP server did not start"
         yield port
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+        watcher.join(timeout=10)  # it ends at EOF, once the server is gone
+        if proc.stderr is not None:
+            proc.stderr.close()
 
 
 def test_http_server_tools_and_calls(tmp_path: Path, http_server: int) -> None:
