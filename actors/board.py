@@ -2,8 +2,9 @@
 
 Every command goes through ``EventStore.append``: ``decide`` folds the events other threads or
 processes appended since our last look, validates the command against that state, and returns the
-drafts; ``on_commit`` writes the projections of what this command changed. So a claim is a
-compare-and-swap across processes, and fencing (owner + epoch) is checked against the truth.
+drafts. So a claim is a compare-and-swap across processes, and fencing (owner + epoch) is checked
+against the truth. After the append, outside the journal's lock, the projections are synced
+(``Projections.sync``), so they show the command's effect by the time it returns.
 
 A refused claim is a normal answer (``ClaimResult.ok`` is False, ``reason`` says why). Commands
 that cannot be carried out raise a ``TeamError`` (``UnknownTask``, ``CycleError``,
