@@ -1,0 +1,550 @@
+"""``TeamRuntime``: the process that runs a team (DESIGN §7).
+
+It opens the team, takes ``.team/runtime.lock`` (a second runtime on the repository refuses; ``join``
+mode hosts one existing teammate next to it instead), holds each hosted member's liveness lease
+(``.team/members/<agent>.lock``) for the member's lifetime, reaps claims of dead owners on start and
+whenever the journal changes, runs ONE ``FileWatcher`` over the inboxes and the journal and routes
+its hints to the actors, starts the Supervisor, the cron Scheduler and the background Jobs, and
+implements ``TeamServices`` for the team tools. ``stop`` ends everything: actors stopped, jobs
+killed, claims of stopped teammates released, ``member.stopped`` journaled, leases freed.
+
+Usage::
+
+    with TeamRuntime(repo_root, model=ScriptedModel(script)) as rt:   # start(); stop() on exit
+        rt.submit("Refactor the parser")      # user input for the lead
+        rt.wait_idle(timeout=60)              # every member idle, no mail, no ready work, no job
+
+Starting on a repository whose team exists continues it: every member that has not stopped comes
+back with its transcript, its claim (if still current) and its unread mail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import importlib
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pykka
+
+from actors.errors import ClaimRefused, DuplicateMember, TeamError, UnknownMember
+from actors.factory import Team, open_team
+from actors.messages import UserInput
+from actors.runtime_host import Hosting
+from actors.runtime_members import MemberKind, MemberPlan, anthropic_models, default_tools
+from actors.services import CronView, MemberView, TeammateSpec
+from actors.settings import Settings, load_settings
+from actors.supervisor import Supervisor
+from mailboxes.events import MemberSpawned, MemberStatusChanged, ShutdownRequested
+from mailboxes.messages import check_agent_name
+
+__all__ = ["RuntimeBusy", "TeamRuntime"]
+
+log = logging.getLogger(__name__)
+
+
+class RuntimeBusy(TeamError):
+    """Another runtime already runs this team (or the member is hosted by a live process)."""
+
+
+class _Clock:
+    def now(self) -> float:
+        return time.time()
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+
+class _Ids:
+    def new_id(self) -> str:
+        return uuid.uuid4().hex
+
+
+def _thread_timer(delay_s: float, callback: Callable[[], None]) -> Callable[[], None]:
+    timer = threading.Timer(delay_s, callback)
+    timer.daemon = True
+    timer.start()
+    return timer.cancel
+
+
+class TeamRuntime(Hosting):
+    """One team's runtime in this process. Thread-safe; ``start`` once, ``stop`` once."""
+
+    def __init__(
+        self,
+        root: Path | None = None,
+        *,
+        model: Any = None,
+        tools: Callable[..., Any] | None = None,
+        settings: Settings | None = None,
+        hook_runner: Any = None,
+        on_event: Callable[[Mapping[str, Any]], None] | None = None,
+        permission_mode: str | None = None,
+        lead: str = "lead",
+        join: str | None = None,
+        scheduler: bool = True,
+        jobs: bool = True,
+        rescan_s: float = 2.0,
+        shutdown_timeout_s: float = 60.0,
+        max_restarts: int = 3,
+        fsync_transcripts: bool = True,
+        idle_timer: Callable[..., Any] | None = _thread_timer,
+    ) -> None:
+        self._init_hosting()
+        self.team: Team = open_team(root, actor="runtime")
+        try:
+            self.settings = settings or load_settings(self.team.repo.settings_path)
+        except BaseException:
+            self.team.close()
+            raise
+        self.model_source = model or anthropic_models(self.settings.models.fallback)
+        self.tools_factory = tools or default_tools
+        if hook_runner is None:
+            from actors.runtime_members import hooks_for
+
+            hook_runner = hooks_for(self.settings)
+        self.hook_runner = hook_runner
+        self.on_event = on_event
+        self.permission_mode = permission_mode
+        self.lead_name = lead
+        self.join_name = join
+        self.fsync_transcripts = fsync_transcripts
+        self.idle_timer = idle_timer
+        self.shutdown_timeout_s = shutdown_timeout_s
+        self.max_restarts = max_restarts
+        self.rescan_s = rescan_s
+        self._want_scheduler = scheduler and join is None
+        self._want_jobs = jobs and join is None
+        self.supervisor: pykka.ActorRef[Any] | None = None
+        self.scheduler: Any = None
+        self.jobs: Any = None
+        self.job_runner = None
+        self._watcher: Any = None
+        self._stack = ExitStack()
+        self._seen_seq = 0
+        self._started = False
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    @property
+    def repo_root(self) -> Path:
+        return self.team.repo.root
+
+    def __enter__(self) -> TeamRuntime:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> TeamRuntime:
+        """Lock, reap, start the service actors and every member to bring back."""
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
+        team = self.team
+        if self.join_name is None:
+            self._take_runtime_lock()
+        state = self.board.refresh()
+        if state.name is None:
+            raise TeamError("no team here: run `teamctl init` first")
+        self._seen_seq = state.seq
+        self.supervisor = Supervisor.start(
+            self, policy=self.settings.team.restart, max_restarts=self.max_restarts
+        )
+        plans = self._members_to_host()
+        leases = {p.name: self._lease(p.name) for p in plans}
+        team.board.reap_dead_owners()
+        if self._want_jobs:
+            self._start_jobs()
+        from mailboxes.watch import FileWatcher
+
+        team.mailbox.ensure_inbox(self.lead_name)
+        self._watcher = FileWatcher(
+            [team.repo.team_dir / "mailboxes", team.repo.team_dir / "journal.jsonl"],
+            self._on_change,
+            rescan_s=self.rescan_s,
+        )
+        self._watcher.start()
+        for plan in plans:
+            resume = self._has_transcript(plan.name)
+            if plan.kind == "lead" and plan.name not in state.members:
+                self._journal(MemberSpawned(name=plan.name, role="lead", model=plan.model))
+            elif plan.name in state.members and state.members[plan.name].status != "starting":
+                self._journal(MemberStatusChanged(name=plan.name, status="starting"), plan.name)
+            self.host_member(plan, leases[plan.name], resume=resume)
+        if self._want_scheduler:
+            self._start_scheduler()
+        self._started = True
+
+    def _take_runtime_lock(self) -> None:
+        path = self.team.repo.team_dir / "runtime.lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise RuntimeBusy(
+                f"another teamctl runtime (pid {holder}) is running this team; stop it first, or "
+                "host one teammate in this process with `teamctl join NAME`"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+
+        def release() -> None:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+        self._stack.callback(release)
+
+    def _lease(self, name: str) -> ExitStack:
+        from mailboxes.errors import LeaseHeld
+
+        lease = ExitStack()
+        try:
+            lease.enter_context(self.team.liveness.hold(name))
+        except LeaseHeld:
+            raise RuntimeBusy(f"{name} is already hosted by a live process") from None
+        return lease
+
+    def _has_transcript(self, name: str) -> bool:
+        path = self.team.repo.team_dir / "transcripts" / f"{name}.jsonl"
+        return path.exists() and path.stat().st_size > 0
+
+    def _members_to_host(self) -> list[MemberPlan]:
+        state = self.board.state
+        models = self.settings.models
+        if self.join_name is not None:
+            member = state.members.get(self.join_name)
+            if member is None or member.kind != "agent" or member.role == "lead":
+                raise UnknownMember(self.join_name)
+            if member.status == "stopped":
+                raise TeamError(f"{self.join_name} has stopped; the lead can spawn it again")
+            return [self._plan_of(self.join_name, "teammate")]
+        plans = [MemberPlan(name=self.lead_name, kind="lead", model=models.lead)]
+        for m in state.members.values():
+            if m.kind != "agent" or m.name == self.lead_name or m.status == "stopped":
+                continue
+            if self.team.liveness.is_alive(m.name):
+                continue  # hosted by another process (`teamctl join`)
+            plans.append(self._plan_of(m.name, "teammate"))
+        return plans
+
+    def _plan_of(self, name: str, kind: MemberKind) -> MemberPlan:
+        m = self.board.state.members[name]
+        return MemberPlan(
+            name=name,
+            kind=kind,
+            model=m.model or self.settings.models.teammate,
+            role=m.role or None,
+            tools=m.tools,
+            prompt=m.prompt,
+        )
+
+    def _start_scheduler(self) -> None:
+        from actors.scheduler import MaildirDelivery, SchedulerHandle
+
+        deliver = MaildirDelivery(self.team.repo.team_dir / "mailboxes")
+        self.scheduler = SchedulerHandle.start(
+            self.team.journal, deliver, clock=_Clock(), ids=_Ids()
+        )
+
+    def _start_jobs(self) -> None:
+        try:
+            jobs = importlib.import_module("actors.jobs")
+        except ImportError:
+            return
+        from actors.scheduler import MaildirDelivery
+
+        deliver = MaildirDelivery(self.team.repo.team_dir / "mailboxes")
+        self.jobs = jobs.JobsHandle.start(
+            self.team.journal,
+            deliver,
+            jobs_dir=self.team.repo.team_dir / "jobs",
+            clock=_Clock(),
+            ids=_Ids(),
+        )
+        self.job_runner = jobs.JobsRunner(self.jobs)
+
+    def submit(self, text: str) -> None:
+        """User input for the lead (starts a turn, or joins the running one)."""
+        with self._lock:
+            hosted = self._hosted.get(self.lead_name)
+            if hosted is None or hosted.ref is None:
+                raise TeamError("the lead is not hosted by this runtime")
+            hosted.busy = True  # until the lead has taken it: the team is not idle meanwhile
+            ref = hosted.ref
+        ref.tell(UserInput(text=text))
+
+    def stop(self, reason: str = "runtime_exit") -> None:
+        """Stop everything this runtime started (idempotent)."""
+        with self._lock:
+            if self._stopping:
+                return
+            self._stopping = True
+        if self._watcher is not None:
+            self._watcher.stop()
+        with self._lock:
+            names = [n for n, h in self._hosted.items() if not h.stopped]
+        for name in names:  # interrupt all first so that they wind down in parallel
+            hosted = self._hosted[name]
+            if hosted.agent is not None:
+                hosted.agent.interrupt()
+        if self.jobs is not None:
+            with contextlib.suppress(Exception):
+                self.jobs.stop_all()
+        for name in names:
+            with contextlib.suppress(Exception):
+                self.stop_member(name, reason, timeout_s=self.shutdown_timeout_s)
+        for service in (self.scheduler, self.jobs):
+            if service is not None:
+                with contextlib.suppress(Exception):
+                    service.stop()
+        if self.supervisor is not None:
+            with contextlib.suppress(pykka.ActorDeadError):
+                self.supervisor.stop(timeout=10)
+        self._stack.close()
+        self.team.close()
+        self._notify()
+
+    # -- the watcher ---------------------------------------------------------------------------
+
+    def _on_change(self, paths: set[Path]) -> None:
+        if self._stopping:
+            return
+        tick = not paths
+        journal = tick
+        for path in paths:
+            if path.name == "journal.jsonl":
+                journal = True
+                continue
+            if path.parent.name == "new":
+                agent = self.mailbox.agent_for_path(path)
+                if agent is not None:
+                    self.wake(agent)
+        if tick:
+            for name in list(self._hosted):
+                self.wake(name, "tick")
+        if journal:
+            self._on_journal()
+        self._notify()
+
+    def _on_journal(self) -> None:
+        board = self.board
+        state = board.refresh()
+        if state.seq == self._seen_seq and self._seen_seq:
+            return
+        if self.on_event is not None:
+            for event in self.team.journal.read_from(self._seen_seq + 1):
+                self.emit(
+                    {
+                        "type": "team_event",
+                        "seq": event.seq,
+                        "event": event.type,
+                        "actor": event.actor,
+                        "data": event.data,
+                    }
+                )
+        self._seen_seq = state.seq
+        liveness = self.team.liveness
+        if any(
+            not state.tasks[tid].human and not liveness.is_alive(owner)
+            for owner, tid in state.holdings.items()
+        ):
+            board.reap_dead_owners()
+        self.board_changed()
+
+    # -- idleness ------------------------------------------------------------------------------
+
+    def is_idle(self) -> bool:
+        """Every hosted member idle (no turn, no unread mail, nothing being restarted), no ready
+        task a hosted teammate could take, no running job and no pending one-shot cron."""
+        with self._lock:
+            live = [h for h in self._hosted.values() if not h.stopped]
+            if self._supervising or any(h.busy or h.starting for h in live):
+                return False
+            names = [h.plan.name for h in live]
+            roles = [h.plan.role for h in live if h.plan.kind == "teammate"]
+        for name in names:
+            if self.mailbox.counts(name)[0]:
+                return False
+        state = self.board.refresh()
+        for task in state.ready():
+            if any(task.role is None or task.role == role for role in roles):
+                return False
+        if self.jobs is not None and any(j.status == "running" for j in self.jobs.list()):
+            return False
+        return not (
+            self.scheduler is not None and any(not c.recurring for c in self.scheduler.list())
+        )
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until ``is_idle`` (True) or the timeout (False)."""
+        return self.wait_until(self.is_idle, timeout)
+
+    def wait_until(self, predicate: Callable[[], bool], timeout: float | None = None) -> bool:
+        """Block until ``predicate()`` holds, re-checked on every status change or watcher hint."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._changed:
+            while True:
+                if predicate():
+                    return True
+                if self._stopping:
+                    return False
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                # The bound only guards against a missed notify; every change notifies.
+                self._changed.wait(timeout=min(left, 1.0) if left is not None else 1.0)
+
+    # -- TeamServices --------------------------------------------------------------------------
+
+    def spawn_teammate(self, spec: TeammateSpec, *, by: str) -> MemberView:
+        name = check_agent_name(spec.name)
+        state = self.board.refresh()
+        existing = state.members.get(name)
+        if name == self.lead_name or (existing is not None and existing.status != "stopped"):
+            raise DuplicateMember(name)
+        alive = [m for m in state.members.values() if m.kind == "agent" and m.status != "stopped"]
+        if len(alive) - 1 >= self.settings.team.max_teammates:
+            raise TeamError(f"the team already has {self.settings.team.max_teammates} teammates")
+        lease = self._lease(name)
+        try:
+            if spec.task_id is not None:
+                result = self.board.claim(spec.task_id, name)
+                if not result.ok:
+                    raise ClaimRefused(spec.task_id, result.reason or "refused")
+            model = spec.model or self.settings.models.teammate
+            body = MemberSpawned(
+                name=name,
+                role=spec.role,
+                model=model,
+                prompt=spec.prompt,
+                plan_required=spec.plan_required,
+                tools=spec.tools,
+            )
+            self._journal(body, actor=by)
+            self.mailbox.ensure_inbox(name)
+            plan = MemberPlan(name, "teammate", model, spec.role, spec.tools, spec.prompt)
+            self.host_member(plan, lease, resume=False)
+        except BaseException:
+            if spec.task_id is not None:
+                self._release_claim(name, "spawn_failed")
+            lease.close()
+            raise
+        return self._view(name)
+
+    def members(self) -> list[MemberView]:
+        state = self.board.refresh()
+        return [self._view(name) for name in state.members]
+
+    def _view(self, name: str) -> MemberView:
+        state = self.board.state
+        m = state.members[name]
+        held = state.holding(name)
+        with self._lock:
+            hosted = self._hosted.get(name)
+            here = hosted is not None and not hosted.stopped
+            agent = hosted.agent if here and hosted is not None else None
+            last = hosted.last_activity if hosted is not None else None
+        tokens = 0
+        cwd = None
+        if agent is not None:
+            u = agent.loop.state.usage
+            tokens = u.input_tokens + u.output_tokens + u.cache_read_input_tokens
+            tokens += u.cache_creation_input_tokens
+            cwd = str(agent.tool_context.cwd)
+        return MemberView(
+            name=name,
+            kind=m.kind,
+            role=m.role,
+            status=m.status,
+            task_id=held.id if held is not None else None,
+            worktree=held.worktree if held is not None else None,
+            cwd=cwd,
+            model=m.model,
+            last_activity=last,
+            tokens_used=tokens,
+            hosted_here=here,
+        )
+
+    def request_shutdown(self, name: str, *, by: str) -> str:
+        state = self.board.refresh()
+        member = state.members.get(name)
+        if member is None or member.kind != "agent" or name == self.lead_name:
+            raise UnknownMember(name)
+        if member.status == "stopped":
+            raise TeamError(f"{name} has already stopped")
+        request_id = uuid.uuid4().hex
+        self._journal(ShutdownRequested(name=name, request_id=request_id), actor=by)
+        text = f"{by} asks you to shut down: finish your step, release or complete your task."
+        self.send(by, name, "shutdown_request", {"text": text, "request_id": request_id})
+        if self.idle_timer is not None:
+            self.idle_timer(self.shutdown_timeout_s, lambda: self._shutdown_overdue(name))
+        return request_id
+
+    def _shutdown_overdue(self, name: str) -> None:
+        if self._stopping:
+            return
+        with self._lock:
+            hosted = self._hosted.get(name)
+            if hosted is None or hosted.stopped:
+                return
+        log.warning("%s did not answer its shutdown request in time: stopping it", name)
+        self.stop_member(name, "shutdown_timeout", timeout_s=1.0)
+
+    def force_stop(self, name: str) -> bool:
+        """``teamctl stop --force``: stop a hosted member now (False if not hosted here)."""
+        return self.stop_member(name, "forced", timeout_s=1.0)
+
+    def schedule_cron(
+        self, cron: str, prompt: str, *, recurring: bool, tz: str | None, owner: str
+    ) -> CronView:
+        if self.scheduler is None:
+            raise TeamError("no scheduler runs in this process")
+        cron_id = self.scheduler.schedule(cron, prompt, recurring=recurring, tz=tz, owner=owner)
+        for view in self.list_crons():
+            if view.cron_id == cron_id:
+                return view
+        raise TeamError(f"cron {cron_id} vanished")
+
+    def list_crons(self) -> list[CronView]:
+        if self.scheduler is None:
+            return []
+        out = []
+        for v in self.scheduler.list():
+            data = v.as_json()
+            out.append(
+                CronView(
+                    cron_id=data["cron_id"],
+                    cron=data["cron"],
+                    prompt=data["prompt"],
+                    recurring=bool(data["recurring"]),
+                    tz=data.get("tz"),
+                    next_fire=data.get("next_fire"),
+                    owner=data.get("owner", "lead"),
+                    extra={k: v for k, v in data.items() if k not in _CRON_KEYS},
+                )
+            )
+        return out
+
+    def cancel_cron(self, cron_id: str, *, by: str) -> None:
+        if self.scheduler is None:
+            raise TeamError("no scheduler runs in this process")
+        self.scheduler.cancel(cron_id)
+
+
+_CRON_KEYS = frozenset({"cron_id", "cron", "prompt", "recurring", "tz", "next_fire", "owner"})

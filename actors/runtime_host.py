@@ -1,0 +1,356 @@
+"""The members a runtime hosts: starting, stopping, crashing and restarting them.
+
+``Hosting`` is the part of ``TeamRuntime`` that owns the hosted members (their leases, agents and
+actors) and answers the agent actors (``AgentHost``) and the Supervisor (``Supervised``). Every
+method is thread-safe: actors call in from their own threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pykka
+
+from actors.errors import TeamError
+from actors.lead import Lead, team_state_text
+from actors.messages import AgentFailed, BoardChanged, Wake
+from actors.runtime_members import MemberPlan, build_agent, client_for, policy_for
+from actors.teammate import Teammate
+from mailboxes.events import (
+    EventDraft,
+    MemberStatusChanged,
+    MemberStopped,
+    draft,
+)
+
+if TYPE_CHECKING:
+    from actors.board import Board
+    from actors.factory import Team
+    from actors.settings import Settings
+    from actors.state import TeamState
+    from harness.agent import Agent
+    from harness.hooks import HookRunner
+    from harness.tools.base import JobRunner
+    from mailboxes.maildir import Maildir
+    from mailboxes.messages import Envelope
+
+log = logging.getLogger(__name__)
+
+RUNTIME = "runtime"
+
+
+@dataclass
+class Hosted:
+    """One member this process hosts."""
+
+    plan: MemberPlan
+    lease: ExitStack
+    generation: int = 0
+    agent: Agent | None = None
+    ref: pykka.ActorRef[Any] | None = None
+    busy: bool = False
+    starting: bool = True
+    stopped: bool = False
+    last_activity: float = field(default_factory=time.time)
+
+
+class Hosting:
+    """Hosted members and the callbacks their actors and the Supervisor use."""
+
+    team: Team
+    settings: Settings
+    model_source: Any
+    tools_factory: Callable[..., Any]
+    hook_runner: HookRunner | None
+    job_runner: JobRunner | None
+    permission_mode: str | None
+    lead_name: str
+    on_event: Callable[[Mapping[str, Any]], None] | None
+    fsync_transcripts: bool
+    supervisor: pykka.ActorRef[Any] | None
+    idle_timer: Callable[..., Any] | None
+
+    def _init_hosting(self) -> None:
+        self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)
+        self._hosted: dict[str, Hosted] = {}
+        self._supervising: set[str] = set()
+        self._emit_lock = threading.Lock()
+        self._stopping = False
+
+    # -- AgentHost -----------------------------------------------------------------------------
+
+    @property
+    def mailbox(self) -> Maildir:
+        return self.team.mailbox
+
+    @property
+    def board(self) -> Board:
+        return self.team.board
+
+    def _journal(self, body: Any, actor: str = RUNTIME, op_id: str | None = None) -> None:
+        def decision(state: TeamState) -> list[EventDraft]:
+            return [draft(body.TYPE, actor, body, op_id)]
+
+        self.board.execute(decision)
+
+    def set_status(self, name: str, status: str, reason: str = "") -> None:
+        with self._lock:
+            hosted = self._hosted.get(name)
+            if hosted is None or hosted.stopped:
+                return
+            hosted.starting = False
+            hosted.last_activity = time.time()
+
+        def decision(state: TeamState) -> list[EventDraft]:
+            member = state.members.get(name)
+            if member is not None and member.status == status:
+                return []
+            body = MemberStatusChanged(name=name, status=status, reason=reason)
+            return [draft(body.TYPE, name, body)]
+
+        self.board.execute(decision)
+        self.emit({"type": "status", "agent": name, "status": status, "reason": reason})
+        self._notify()
+
+    def set_busy(self, name: str, busy: bool) -> None:
+        with self._lock:
+            hosted = self._hosted.get(name)
+            if hosted is not None:
+                hosted.busy = busy and not hosted.stopped
+                hosted.last_activity = time.time()
+            self._changed.notify_all()
+
+    def emit(self, event: Mapping[str, Any]) -> None:
+        if self.on_event is None:
+            return
+        with self._emit_lock:
+            try:
+                self.on_event(event)
+            except Exception:
+                log.exception("event sink failed")
+
+    def failed(self, name: str, error: str, generation: int) -> None:
+        with self._lock:
+            self._supervising.add(name)
+        if self.supervisor is None:
+            self.record_crash(name, error, generation)
+            self.supervising(name, False)
+            return
+        self.supervisor.tell(AgentFailed(name=name, error=error, generation=generation))
+
+    def send(
+        self,
+        sender: str,
+        to: str,
+        type: str,
+        body: Mapping[str, Any],
+        *,
+        in_reply_to: str | None = None,
+    ) -> list[Envelope]:
+        from mailboxes.messages import BROADCAST, MessageDraft
+
+        if to != BROADCAST:
+            member = self.board.state.members.get(to)
+            if member is not None and member.status == "stopped" and member.kind == "agent":
+                raise TeamError(f"{to} has stopped; messages to it would never be read")
+        draft_ = MessageDraft.model_validate(
+            {"to": to, "type": type, "body": dict(body), "in_reply_to": in_reply_to}
+        )
+        sent = self.mailbox.deliver(sender, draft_)
+        for envelope in sent:
+            self.wake(envelope.to)
+        return sent
+
+    def member_done(self, name: str, reason: str) -> None:
+        threading.Thread(
+            target=self.stop_member, args=(name, reason), name=f"stop-{name}", daemon=True
+        ).start()
+
+    # -- waking --------------------------------------------------------------------------------
+
+    def wake(self, name: str, reason: str = "mail") -> None:
+        with self._lock:
+            hosted = self._hosted.get(name)
+            ref = hosted.ref if hosted is not None and not hosted.stopped else None
+        if ref is not None:
+            with contextlib.suppress(pykka.ActorDeadError):
+                ref.tell(Wake(reason=reason))
+
+    def board_changed(self) -> None:
+        for ref in self._refs(teammates_only=True):
+            with contextlib.suppress(pykka.ActorDeadError):
+                ref.tell(BoardChanged())
+
+    def _refs(self, *, teammates_only: bool = False) -> list[pykka.ActorRef[Any]]:
+        with self._lock:
+            return [
+                h.ref
+                for h in self._hosted.values()
+                if h.ref is not None
+                and not h.stopped
+                and (not teammates_only or h.plan.kind == "teammate")
+            ]
+
+    def _notify(self) -> None:
+        with self._lock:
+            self._changed.notify_all()
+
+    # -- starting members ----------------------------------------------------------------------
+
+    def host_member(self, plan: MemberPlan, lease: ExitStack, *, resume: bool) -> None:
+        """Build and start ``plan``'s agent actor (the lease is already held)."""
+        hosted = Hosted(plan=plan, lease=lease)
+        with self._lock:
+            self._hosted[plan.name] = hosted
+        try:
+            self._start_actor(hosted, resume=resume)
+        except BaseException:
+            with self._lock:
+                self._hosted.pop(plan.name, None)
+            raise
+
+    def _start_actor(self, hosted: Hosted, *, resume: bool) -> None:
+        root, member = self.team.repo.root, hosted.plan
+        hooks = self.hook_runner
+        agent = build_agent(
+            member,
+            root=root,
+            client=client_for(self.model_source, member.name, member.model),
+            policy=policy_for(self.settings, hooks, mode=self.permission_mode),
+            team_tools=self.tools_factory(self, member.name, member.kind),
+            settings=self.settings,
+            hook_runner=hooks,
+            state_provider=self._state_text if member.kind == "lead" else None,
+            job_runner=self.job_runner,
+            resume=resume,
+            session_id=uuid.uuid4().hex,
+            fsync=self.fsync_transcripts,
+        )
+        batch = self.settings.mailbox.batch_max_messages
+        ref: pykka.ActorRef[Any]
+        try:
+            if member.kind == "lead":
+                ref = Lead.start(
+                    agent, self, generation=hosted.generation, batch_max=batch, resumed=resume
+                )
+            else:
+                ref = Teammate.start(
+                    agent,
+                    self,
+                    role=member.role,
+                    lead=self.lead_name,
+                    hook_runner=hooks,
+                    idle_timeout_s=self.settings.team.idle_timeout_s,
+                    idle_timer=self.idle_timer,
+                    generation=hosted.generation,
+                    batch_max=batch,
+                    resumed=resume,
+                )
+        except BaseException:
+            agent.close()
+            raise
+        with self._lock:
+            hosted.agent, hosted.ref = agent, ref
+        ref.tell(Wake(reason="start"))
+        if member.kind == "teammate":
+            ref.tell(BoardChanged())
+
+    def _state_text(self) -> str:
+        return team_state_text(self.board.state, lead=self.lead_name)
+
+    # -- stopping ------------------------------------------------------------------------------
+
+    def _halt(self, hosted: Hosted, timeout_s: float) -> None:
+        """Interrupt and stop the actor; close the agent when the actor has really stopped."""
+        ref, agent = hosted.ref, hosted.agent
+        hosted.ref = None
+        if agent is not None:
+            agent.interrupt()
+        stopped = True
+        if ref is not None:
+            try:
+                ref.stop(block=True, timeout=timeout_s)
+            except pykka.Timeout:
+                stopped = False
+                log.warning(
+                    "%s did not stop within %.1f s (stuck in a tool)", hosted.plan.name, timeout_s
+                )
+            except pykka.ActorDeadError:
+                pass
+        if agent is not None and stopped:
+            agent.close()
+
+    def stop_member(self, name: str, reason: str, *, timeout_s: float = 10.0) -> bool:
+        """Stop a hosted member: actor stopped, claim released, ``member.stopped`` journaled,
+        lease freed. False when it is not hosted here (or already stopped)."""
+        with self._lock:
+            hosted = self._hosted.get(name)
+            if hosted is None or hosted.stopped:
+                return False
+            hosted.stopped = True
+            hosted.busy = False
+        self._halt(hosted, timeout_s)
+        self._release_claim(name, reason)
+        self._journal(MemberStopped(name=name, reason=reason), actor=name)
+        hosted.lease.close()
+        self.emit({"type": "status", "agent": name, "status": "stopped", "reason": reason})
+        self._notify()
+        return True
+
+    def _release_claim(self, name: str, reason: str) -> None:
+        state = self.board.refresh()
+        held = state.holding(name)
+        if held is not None and not held.human:
+            with contextlib.suppress(TeamError):
+                self.board.release(held.id, name, held.epoch, reason)
+
+    # -- Supervised ----------------------------------------------------------------------------
+
+    def record_crash(self, name: str, error: str, generation: int) -> bool:
+        with self._lock:
+            hosted = self._hosted.get(name)
+            if hosted is None or hosted.stopped or hosted.generation != generation:
+                return False
+            hosted.generation += 1
+            hosted.busy = False
+        self._halt(hosted, 10.0)
+        short = error if len(error) <= 500 else error[:500] + "..."
+        held = self.board.refresh().holding(name)
+        self._release_claim(name, "crashed")
+        self._journal(MemberStatusChanged(name=name, status="crashed", reason=short), actor=name)
+        self.emit({"type": "status", "agent": name, "status": "crashed", "reason": short})
+        if name != self.lead_name and self.lead_name in self.mailbox.agents():
+            body = {
+                "text": f"{name} crashed: {short}",
+                "member": name,
+                "task_id": held.id if held is not None else None,
+            }
+            with contextlib.suppress(Exception):
+                self.send("supervisor", self.lead_name, "error", body)
+        return True
+
+    def restart(self, name: str) -> None:
+        with self._lock:
+            hosted = self._hosted.get(name)
+            if hosted is None or hosted.stopped or self._stopping:
+                return
+            hosted.starting = True
+        self._start_actor(hosted, resume=True)
+        self.emit({"type": "status", "agent": name, "status": "restarted"})
+
+    def supervising(self, name: str, busy: bool) -> None:
+        with self._lock:
+            if busy:
+                self._supervising.add(name)
+            else:
+                self._supervising.discard(name)
+            self._changed.notify_all()
