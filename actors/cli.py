@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from actors import cli_journal, cli_messages, cli_tasks, cli_team
+from actors import approvals, cli_journal, cli_messages, cli_tasks, cli_team, cli_worktree
 from actors.cli_ops import COMMANDS as OPS_COMMANDS
 from harness.headless import ask_command
 
@@ -103,11 +103,13 @@ for _command in (
     *cli_tasks.COMMANDS,
     *cli_messages.COMMANDS,
     *cli_journal.COMMANDS,
+    *approvals.COMMANDS,
 ):
     cli.add_command(_command)
 for _command in OPS_COMMANDS:
     cli.add_command(_command)
 cli.add_command(ask_command)
+cli.add_command(cli_worktree.worktree)
 
 
 def main() -> None:
