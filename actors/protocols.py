@@ -174,8 +174,8 @@ def answer_shutdown(
     )
 
 
-def _check_reviewer(services: TeamServices, reviewer: str) -> None:
-    if services.settings.approvals.plans == "human" and reviewer == LEAD:
+def _check_reviewer(services: TeamServices) -> None:
+    if services.settings.approvals.plans == "human":
         raise ProtocolError(
             "plans are reviewed by a human in this team (settings approvals.plans); "
             "they answer with `teamctl approve|reject`"
@@ -186,5 +186,5 @@ def lead_review_plan(
     services: TeamServices, request_id: str, approve: bool, feedback: str, *, reviewer: str
 ) -> PlanReview:
     """``review_plan`` for the lead's tool: refused when plans go to a human."""
-    _check_reviewer(services, reviewer)
+    _check_reviewer(services)
     return review_plan(services, request_id, approve, feedback, reviewer=reviewer)
