@@ -19,6 +19,7 @@ import click
 from actors import approvals, cli_journal, cli_messages, cli_tasks, cli_team, cli_worktree
 from actors.cli_ops import COMMANDS as OPS_COMMANDS
 from harness.headless import ask_command
+from harness.mcp_cli import mcp_group
 
 
 def _domain_errors() -> tuple[type[BaseException], ...]:
@@ -109,6 +110,7 @@ for _command in (
 for _command in OPS_COMMANDS:
     cli.add_command(_command)
 cli.add_command(ask_command)
+cli.add_command(mcp_group)
 cli.add_command(cli_worktree.worktree)
 
 
