@@ -18,6 +18,7 @@ import click
 
 from actors import approvals, cli_journal, cli_messages, cli_tasks, cli_team, cli_worktree
 from actors.cli_ops import COMMANDS as OPS_COMMANDS
+from actors.cli_run import COMMANDS as RUN_COMMANDS
 from harness.headless import ask_command
 from harness.mcp_cli import mcp_group
 
@@ -108,6 +109,8 @@ for _command in (
 ):
     cli.add_command(_command)
 for _command in OPS_COMMANDS:
+    cli.add_command(_command)
+for _command in RUN_COMMANDS:
     cli.add_command(_command)
 cli.add_command(ask_command)
 cli.add_command(mcp_group)

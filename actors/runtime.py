@@ -35,24 +35,19 @@ from typing import Any
 
 import pykka
 
-from actors.errors import ClaimRefused, DuplicateMember, TeamError, UnknownMember
+from actors.errors import TeamError, UnknownMember
 from actors.factory import Team, open_team
 from actors.messages import UserInput
-from actors.runtime_host import Hosting
 from actors.runtime_members import MemberKind, MemberPlan, anthropic_models, default_tools
-from actors.services import CronView, MemberView, TeammateSpec
+from actors.runtime_services import RuntimeBusy, Services
+from actors.runtime_stop import FORCE_PREFIX
 from actors.settings import Settings, load_settings
 from actors.supervisor import Supervisor
-from mailboxes.events import MemberSpawned, MemberStatusChanged, ShutdownRequested
-from mailboxes.messages import check_agent_name
+from mailboxes.events import MemberSpawned, MemberStatusChanged
 
 __all__ = ["RuntimeBusy", "TeamRuntime"]
 
 log = logging.getLogger(__name__)
-
-
-class RuntimeBusy(TeamError):
-    """Another runtime already runs this team (or the member is hosted by a live process)."""
 
 
 class _Clock:
@@ -75,7 +70,7 @@ def _thread_timer(delay_s: float, callback: Callable[[], None]) -> Callable[[], 
     return timer.cancel
 
 
-class TeamRuntime(Hosting):
+class TeamRuntime(Services):
     """One team's runtime in this process. Thread-safe; ``start`` once, ``stop`` once."""
 
     def __init__(
@@ -97,6 +92,7 @@ class TeamRuntime(Hosting):
         max_restarts: int = 3,
         fsync_transcripts: bool = True,
         idle_timer: Callable[..., Any] | None = _thread_timer,
+        lead_approver: Any = None,
     ) -> None:
         self._init_hosting()
         self.team: Team = open_team(root, actor="runtime")
@@ -128,6 +124,10 @@ class TeamRuntime(Hosting):
         self.jobs: Any = None
         self.job_runner = None
         self._watcher: Any = None
+        from actors.permission_requests import JournalDecisions
+
+        self.decisions = JournalDecisions(self.team.journal, ())
+        self.lead_approver = lead_approver
         self._stack = ExitStack()
         self._seen_seq = 0
         self._started = False
@@ -209,16 +209,6 @@ class TeamRuntime(Hosting):
             os.close(fd)
 
         self._stack.callback(release)
-
-    def _lease(self, name: str) -> ExitStack:
-        from mailboxes.errors import LeaseHeld
-
-        lease = ExitStack()
-        try:
-            lease.enter_context(self.team.liveness.hold(name))
-        except LeaseHeld:
-            raise RuntimeBusy(f"{name} is already hosted by a live process") from None
-        return lease
 
     def _has_transcript(self, name: str) -> bool:
         path = self.team.repo.team_dir / "transcripts" / f"{name}.jsonl"
@@ -347,8 +337,11 @@ class TeamRuntime(Hosting):
         state = board.refresh()
         if state.seq == self._seen_seq and self._seen_seq:
             return
-        if self.on_event is not None:
-            for event in self.team.journal.read_from(self._seen_seq + 1):
+        for event in self.team.journal.read_from(self._seen_seq + 1):
+            rid = str(event.data.get("request_id", ""))
+            if event.type == "shutdown.requested" and rid.startswith(FORCE_PREFIX):
+                self.member_done(str(event.data.get("name")), "forced")
+            if self.on_event is not None:
                 self.emit(
                     {
                         "type": "team_event",
@@ -359,6 +352,7 @@ class TeamRuntime(Hosting):
                     }
                 )
         self._seen_seq = state.seq
+        self.decisions.scan()
         liveness = self.team.liveness
         if any(
             not state.tasks[tid].human and not liveness.is_alive(owner)
@@ -409,142 +403,3 @@ class TeamRuntime(Hosting):
                     return False
                 # The bound only guards against a missed notify; every change notifies.
                 self._changed.wait(timeout=min(left, 1.0) if left is not None else 1.0)
-
-    # -- TeamServices --------------------------------------------------------------------------
-
-    def spawn_teammate(self, spec: TeammateSpec, *, by: str) -> MemberView:
-        name = check_agent_name(spec.name)
-        state = self.board.refresh()
-        existing = state.members.get(name)
-        if name == self.lead_name or (existing is not None and existing.status != "stopped"):
-            raise DuplicateMember(name)
-        alive = [m for m in state.members.values() if m.kind == "agent" and m.status != "stopped"]
-        if len(alive) - 1 >= self.settings.team.max_teammates:
-            raise TeamError(f"the team already has {self.settings.team.max_teammates} teammates")
-        lease = self._lease(name)
-        try:
-            if spec.task_id is not None:
-                result = self.board.claim(spec.task_id, name)
-                if not result.ok:
-                    raise ClaimRefused(spec.task_id, result.reason or "refused")
-            model = spec.model or self.settings.models.teammate
-            body = MemberSpawned(
-                name=name,
-                role=spec.role,
-                model=model,
-                prompt=spec.prompt,
-                plan_required=spec.plan_required,
-                tools=spec.tools,
-            )
-            self._journal(body, actor=by)
-            self.mailbox.ensure_inbox(name)
-            plan = MemberPlan(name, "teammate", model, spec.role, spec.tools, spec.prompt)
-            self.host_member(plan, lease, resume=False)
-        except BaseException:
-            if spec.task_id is not None:
-                self._release_claim(name, "spawn_failed")
-            lease.close()
-            raise
-        return self._view(name)
-
-    def members(self) -> list[MemberView]:
-        state = self.board.refresh()
-        return [self._view(name) for name in state.members]
-
-    def _view(self, name: str) -> MemberView:
-        state = self.board.state
-        m = state.members[name]
-        held = state.holding(name)
-        with self._lock:
-            hosted = self._hosted.get(name)
-            here = hosted is not None and not hosted.stopped
-            agent = hosted.agent if here and hosted is not None else None
-            last = hosted.last_activity if hosted is not None else None
-        tokens = 0
-        cwd = None
-        if agent is not None:
-            u = agent.loop.state.usage
-            tokens = u.input_tokens + u.output_tokens + u.cache_read_input_tokens
-            tokens += u.cache_creation_input_tokens
-            cwd = str(agent.tool_context.cwd)
-        return MemberView(
-            name=name,
-            kind=m.kind,
-            role=m.role,
-            status=m.status,
-            task_id=held.id if held is not None else None,
-            worktree=held.worktree if held is not None else None,
-            cwd=cwd,
-            model=m.model,
-            last_activity=last,
-            tokens_used=tokens,
-            hosted_here=here,
-        )
-
-    def request_shutdown(self, name: str, *, by: str) -> str:
-        state = self.board.refresh()
-        member = state.members.get(name)
-        if member is None or member.kind != "agent" or name == self.lead_name:
-            raise UnknownMember(name)
-        if member.status == "stopped":
-            raise TeamError(f"{name} has already stopped")
-        request_id = uuid.uuid4().hex
-        self._journal(ShutdownRequested(name=name, request_id=request_id), actor=by)
-        text = f"{by} asks you to shut down: finish your step, release or complete your task."
-        self.send(by, name, "shutdown_request", {"text": text, "request_id": request_id})
-        if self.idle_timer is not None:
-            self.idle_timer(self.shutdown_timeout_s, lambda: self._shutdown_overdue(name))
-        return request_id
-
-    def _shutdown_overdue(self, name: str) -> None:
-        if self._stopping:
-            return
-        with self._lock:
-            hosted = self._hosted.get(name)
-            if hosted is None or hosted.stopped:
-                return
-        log.warning("%s did not answer its shutdown request in time: stopping it", name)
-        self.stop_member(name, "shutdown_timeout", timeout_s=1.0)
-
-    def force_stop(self, name: str) -> bool:
-        """``teamctl stop --force``: stop a hosted member now (False if not hosted here)."""
-        return self.stop_member(name, "forced", timeout_s=1.0)
-
-    def schedule_cron(
-        self, cron: str, prompt: str, *, recurring: bool, tz: str | None, owner: str
-    ) -> CronView:
-        if self.scheduler is None:
-            raise TeamError("no scheduler runs in this process")
-        cron_id = self.scheduler.schedule(cron, prompt, recurring=recurring, tz=tz, owner=owner)
-        for view in self.list_crons():
-            if view.cron_id == cron_id:
-                return view
-        raise TeamError(f"cron {cron_id} vanished")
-
-    def list_crons(self) -> list[CronView]:
-        if self.scheduler is None:
-            return []
-        out = []
-        for v in self.scheduler.list():
-            data = v.as_json()
-            out.append(
-                CronView(
-                    cron_id=data["cron_id"],
-                    cron=data["cron"],
-                    prompt=data["prompt"],
-                    recurring=bool(data["recurring"]),
-                    tz=data.get("tz"),
-                    next_fire=data.get("next_fire"),
-                    owner=data.get("owner", "lead"),
-                    extra={k: v for k, v in data.items() if k not in _CRON_KEYS},
-                )
-            )
-        return out
-
-    def cancel_cron(self, cron_id: str, *, by: str) -> None:
-        if self.scheduler is None:
-            raise TeamError("no scheduler runs in this process")
-        self.scheduler.cancel(cron_id)
-
-
-_CRON_KEYS = frozenset({"cron_id", "cron", "prompt", "recurring", "tz", "next_fire", "owner"})

@@ -34,11 +34,12 @@ from mailboxes.events import (
 if TYPE_CHECKING:
     from actors.board import Board
     from actors.factory import Team
+    from actors.permission_requests import JournalDecisions
     from actors.settings import Settings
     from actors.state import TeamState
     from harness.agent import Agent
     from harness.hooks import HookRunner
-    from harness.tools.base import JobRunner
+    from harness.tools.base import Approver, JobRunner
     from mailboxes.maildir import Maildir
     from mailboxes.messages import Envelope
 
@@ -77,6 +78,8 @@ class Hosting:
     fsync_transcripts: bool
     supervisor: pykka.ActorRef[Any] | None
     idle_timer: Callable[..., Any] | None
+    decisions: JournalDecisions
+    lead_approver: Approver | None
 
     def _init_hosting(self) -> None:
         self._lock = threading.RLock()
@@ -225,7 +228,9 @@ class Hosting:
             member,
             root=root,
             client=client_for(self.model_source, member.name, member.model),
-            policy=policy_for(self.settings, hooks, mode=self.permission_mode),
+            policy=policy_for(
+                self.settings, hooks, mode=self.permission_mode, approver=self._approver(member)
+            ),
             team_tools=self.tools_factory(self, member.name, member.kind),
             settings=self.settings,
             hook_runner=hooks,
@@ -263,6 +268,19 @@ class Hosting:
         ref.tell(Wake(reason="start"))
         if member.kind == "teammate":
             ref.tell(BoardChanged())
+
+    def _approver(self, member: MemberPlan) -> Approver | None:
+        """Teammates route ``ask`` permissions (to a human or the lead, bounded wait)."""
+        if member.kind == "lead":
+            return self.lead_approver
+        from actors.permission_requests import PermissionRouter
+
+        name = member.name
+
+        def on_wait(waiting: bool) -> None:
+            self.set_status(name, "waiting_permission" if waiting else "working")
+
+        return PermissionRouter(self, self.decisions.wait, on_wait=on_wait)  # type: ignore[arg-type]
 
     def _state_text(self) -> str:
         return team_state_text(self.board.state, lead=self.lead_name)

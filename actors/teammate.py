@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from actors.agent_actor import AgentActor, AgentHost
-from mailboxes.events import ShutdownAcknowledged, draft
+from actors.protocols import answer_shutdown
+from mailboxes.errors import MailboxesError
 
 if TYPE_CHECKING:
     from actors.state import Task
@@ -264,18 +265,11 @@ class Teammate(AgentActor):
         if held is not None:
             board.release(held.id, self.name, held.epoch, "shutdown")
         request_id = str(request.body.get("request_id") or request.id)
-        body = ShutdownAcknowledged(name=self.name, request_id=request_id, approve=True)
-        board.execute(
-            lambda st: [draft(body.TYPE, self.name, body, op_id=f"shutdown-ack:{request_id}")]
-        )
+        try:
+            answer_shutdown(self.host, self.name, request_id, requested_by=request.sender)  # type: ignore[arg-type]
+        except MailboxesError:  # the asker has no inbox (e.g. `teamctl stop`): nobody to answer
+            log.info("%s: no inbox to answer the shutdown request of %s", self.name, request.sender)
         self.ack([request.id])
-        self.host.send(
-            self.name,
-            request.sender,
-            "shutdown_response",
-            {"text": "Shutting down.", "request_id": request_id, "approve": True},
-            in_reply_to=request.id,
-        )
         self.dead = True  # no more turns; the host stops the actor
         self.host.set_busy(self.name, False)
         self.host.member_done(self.name, "shutdown")

@@ -1,0 +1,291 @@
+"""``teamctl run``, ``resume``, ``stop`` and ``join``: the commands that host the team runtime.
+
+``run [PROMPT]`` starts (or continues) the team with a lead; ``--headless`` runs until the team is
+idle and exits (``--output-format stream-json``: one JSON event per line, then a ``result``);
+without it a line console feeds the lead (``/status``, ``/tasks``, ``/stop NAME``, ``/quit``).
+``resume`` is ``run`` without a prompt. ``join NAME`` hosts one existing teammate in this process
+next to a running runtime. ``stop NAME [--force]`` asks a teammate to shut down (or stops it now).
+
+A scripted model from a YAML/JSON file replaces the real one with the hidden ``--script FILE``
+option or ``TEAMCTL_SCRIPT`` (the scenario runner and end-to-end tests use it).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from actors.cli_common import echo_json_line
+
+if TYPE_CHECKING:
+    from actors.runtime import TeamRuntime
+
+EXIT_OK, EXIT_NOT_IDLE = 0, 1
+
+_script = click.option(
+    "--script",
+    "script",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    envvar="TEAMCTL_SCRIPT",
+    hidden=True,
+    help="Play a scripted model from this YAML/JSON file instead of calling an API.",
+)
+_model = click.option("--model", default=None, help="Model for every agent (overrides settings).")
+_format = click.option(
+    "--output-format",
+    type=click.Choice(["text", "stream-json"]),
+    default="text",
+    show_default=True,
+)
+_mode = click.option(
+    "--permission-mode",
+    type=click.Choice(["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"]),
+    default=None,
+    help="Overrides permissions.defaultMode.",
+)
+_timeout = click.option(
+    "--timeout", type=float, default=None, help="Headless: give up after this many seconds."
+)
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that ``finally`` stops the runtime."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise _Terminated()
+
+
+class _Printer:
+    """Runtime events as text lines or JSON lines."""
+
+    def __init__(self, fmt: str) -> None:
+        self.fmt = fmt
+        self._lock = threading.Lock()
+
+    def __call__(self, event: Mapping[str, Any]) -> None:
+        with self._lock:
+            if self.fmt == "stream-json":
+                echo_json_line(dict(event))
+                return
+            line = _text_line(event)
+            if line:
+                click.echo(line)
+
+
+def _text_line(event: Mapping[str, Any]) -> str | None:
+    kind, agent = event.get("type"), event.get("agent", "")
+    if kind == "assistant":
+        return f"[{agent}] {event['text']}"
+    if kind == "tool_use":
+        args = json.dumps(event.get("input"), ensure_ascii=False)
+        return f"[{agent}] -> {event['name']} {args[:200]}"
+    if kind == "status":
+        return f"[{agent}] is {event['status']}"
+    if kind == "error":
+        return f"[{agent}] error: {event['error']}"
+    return None
+
+
+def _model_source(script: Path | None) -> Any:
+    from actors.runtime_members import missing_key_message, scripted_models
+
+    if script is not None:
+        return scripted_models(script)
+    problem = missing_key_message()
+    if problem:
+        raise click.ClickException(problem)
+    return None  # the runtime builds AnthropicModel clients from the settings
+
+
+def _settings(model: str | None) -> Any:
+    from actors.repo import find_team
+    from actors.settings import load_settings
+
+    settings = load_settings(find_team().settings_path)
+    if model:
+        models = settings.models.model_copy(update={"lead": model, "teammate": model})
+        settings = settings.model_copy(update={"models": models})
+    return settings
+
+
+def _summary(rt: TeamRuntime, idle: bool) -> dict[str, Any]:
+    state = rt.board.refresh()
+    counts: dict[str, int] = {}
+    for task in state.tasks.values():
+        counts[task.status] = counts.get(task.status, 0) + 1
+    return {
+        "type": "result",
+        "subtype": "success" if idle else "error_not_idle",
+        "is_error": not idle,
+        "tasks": counts,
+        "members": {m.name: m.status for m in state.members.values()},
+    }
+
+
+def _run(
+    prompt: str | None,
+    *,
+    headless: bool,
+    output_format: str,
+    model: str | None,
+    permission_mode: str | None,
+    script: Path | None,
+    timeout: float | None,
+) -> int:
+    from actors.runtime import TeamRuntime
+
+    source = _model_source(script)
+    printer = _Printer(output_format)
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    rt = TeamRuntime(
+        model=source, settings=_settings(model), on_event=printer, permission_mode=permission_mode
+    )
+    try:
+        rt.start()
+        if prompt:
+            rt.submit(prompt)
+        if headless or not sys.stdin.isatty():
+            idle = rt.wait_idle(timeout)
+            summary = _summary(rt, idle)
+            rt.stop()  # the result is the last line: after the stop's own events
+            if output_format == "stream-json":
+                printer(summary)
+            else:
+                click.echo(f"team idle: tasks {summary['tasks']}" if idle else "team not idle")
+            return EXIT_OK if idle else EXIT_NOT_IDLE
+        _console(rt)
+        return EXIT_OK
+    except (_Terminated, KeyboardInterrupt):
+        click.echo("stopping the team", err=True)
+        return 130
+    finally:
+        rt.stop()
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _console(rt: TeamRuntime) -> None:
+    """A line console for the lead: text goes to the lead; ``/`` commands act on the team."""
+    click.echo("Type to talk to the lead; /status, /tasks, /stop NAME, /quit.", err=True)
+    for raw in sys.stdin:
+        line = raw.strip()
+        if not line:
+            continue
+        if line in ("/quit", "/exit"):
+            return
+        if line == "/status":
+            for m in rt.members():
+                click.echo(f"{m.name}: {m.status}" + (f" on {m.task_id}" if m.task_id else ""))
+        elif line == "/tasks":
+            for t in rt.board.refresh().tasks.values():
+                click.echo(f"{t.id} [{t.status}] {t.owner or '-'} {t.subject}")
+        elif line.startswith("/stop "):
+            rt.request_shutdown(line.split(None, 1)[1].strip(), by="lead")
+        else:
+            rt.submit(line)
+
+
+@click.command("run")
+@click.argument("prompt", required=False)
+@click.option("--headless", is_flag=True, help="Run until the team is idle, then exit.")
+@_format
+@_model
+@_mode
+@_script
+@_timeout
+def run_command(
+    prompt: str | None,
+    headless: bool,
+    output_format: str,
+    model: str | None,
+    permission_mode: str | None,
+    script: Path | None,
+    timeout: float | None,
+) -> None:
+    """Start the team (or continue it) with PROMPT for the lead."""
+    sys.exit(
+        _run(
+            prompt,
+            headless=headless,
+            output_format=output_format,
+            model=model,
+            permission_mode=permission_mode,
+            script=script,
+            timeout=timeout,
+        )
+    )
+
+
+@click.command("resume")
+@click.option("--headless", is_flag=True, help="Run until the team is idle, then exit.")
+@_format
+@_model
+@_mode
+@_script
+@_timeout
+def resume_command(
+    headless: bool,
+    output_format: str,
+    model: str | None,
+    permission_mode: str | None,
+    script: Path | None,
+    timeout: float | None,
+) -> None:
+    """Bring back every member that was not stopped, with its transcript, claim and mail."""
+    sys.exit(
+        _run(
+            None,
+            headless=headless,
+            output_format=output_format,
+            model=model,
+            permission_mode=permission_mode,
+            script=script,
+            timeout=timeout,
+        )
+    )
+
+
+@click.command("join")
+@click.argument("name")
+@_format
+@_model
+@_script
+def join_command(name: str, output_format: str, model: str | None, script: Path | None) -> None:
+    """Host the existing teammate NAME in this process, next to a running team."""
+    from actors.runtime import TeamRuntime
+
+    source = _model_source(script)
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    rt = TeamRuntime(
+        model=source, settings=_settings(model), on_event=_Printer(output_format), join=name
+    )
+    try:
+        rt.start()
+        rt.wait_until(lambda: rt.board.refresh().members[name].status == "stopped")
+    except (_Terminated, KeyboardInterrupt):
+        click.echo(f"stopping {name}", err=True)
+    finally:
+        rt.stop()
+        signal.signal(signal.SIGTERM, previous)
+
+
+@click.command("stop")
+@click.argument("name")
+@click.option("--force", is_flag=True, help="Stop it now instead of asking.")
+def stop_command(name: str, force: bool) -> None:
+    """Ask teammate NAME to shut down (``--force``: stop it now)."""
+    from actors.cli_common import team_session
+    from actors.runtime_stop import request_stop
+
+    with team_session() as team:
+        click.echo(request_stop(team, name, force=force))
+
+
+COMMANDS = (run_command, resume_command, join_command, stop_command)

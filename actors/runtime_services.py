@@ -1,0 +1,181 @@
+"""``TeamServices`` as the runtime implements it: spawning, members, shutdown requests, crons.
+
+A mixin of ``TeamRuntime`` (``actors.runtime``) over ``Hosting``: the team tools call these from
+actor threads.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from contextlib import ExitStack
+from typing import Any
+
+from actors.errors import ClaimRefused, DuplicateMember, TeamError, UnknownMember
+from actors.runtime_host import Hosting
+from actors.runtime_members import MemberPlan
+from actors.services import CronView, MemberView, TeammateSpec
+from mailboxes.events import MemberSpawned, ShutdownRequested
+from mailboxes.messages import check_agent_name
+
+log = logging.getLogger(__name__)
+
+
+class RuntimeBusy(TeamError):
+    """Another runtime already runs this team (or the member is hosted by a live process)."""
+
+
+class Services(Hosting):
+    """The ``TeamServices`` methods."""
+
+    scheduler: Any
+    shutdown_timeout_s: float
+
+    def _lease(self, name: str) -> ExitStack:
+        from mailboxes.errors import LeaseHeld
+
+        lease = ExitStack()
+        try:
+            lease.enter_context(self.team.liveness.hold(name))
+        except LeaseHeld:
+            raise RuntimeBusy(f"{name} is already hosted by a live process") from None
+        return lease
+
+    # -- TeamServices --------------------------------------------------------------------------
+
+    def spawn_teammate(self, spec: TeammateSpec, *, by: str) -> MemberView:
+        name = check_agent_name(spec.name)
+        state = self.board.refresh()
+        existing = state.members.get(name)
+        if name == self.lead_name or (existing is not None and existing.status != "stopped"):
+            raise DuplicateMember(name)
+        alive = [m for m in state.members.values() if m.kind == "agent" and m.status != "stopped"]
+        if len(alive) - 1 >= self.settings.team.max_teammates:
+            raise TeamError(f"the team already has {self.settings.team.max_teammates} teammates")
+        lease = self._lease(name)
+        try:
+            if spec.task_id is not None:
+                result = self.board.claim(spec.task_id, name)
+                if not result.ok:
+                    raise ClaimRefused(spec.task_id, result.reason or "refused")
+            model = spec.model or self.settings.models.teammate
+            body = MemberSpawned(
+                name=name,
+                role=spec.role,
+                model=model,
+                prompt=spec.prompt,
+                plan_required=spec.plan_required,
+                tools=spec.tools,
+            )
+            self._journal(body, actor=by)
+            self.mailbox.ensure_inbox(name)
+            plan = MemberPlan(name, "teammate", model, spec.role, spec.tools, spec.prompt)
+            self.host_member(plan, lease, resume=False)
+        except BaseException:
+            if spec.task_id is not None:
+                self._release_claim(name, "spawn_failed")
+            lease.close()
+            raise
+        return self._view(name)
+
+    def members(self) -> list[MemberView]:
+        state = self.board.refresh()
+        return [self._view(name) for name in state.members]
+
+    def _view(self, name: str) -> MemberView:
+        state = self.board.state
+        m = state.members[name]
+        held = state.holding(name)
+        with self._lock:
+            hosted = self._hosted.get(name)
+            here = hosted is not None and not hosted.stopped
+            agent = hosted.agent if here and hosted is not None else None
+            last = hosted.last_activity if hosted is not None else None
+        tokens = 0
+        cwd = None
+        if agent is not None:
+            u = agent.loop.state.usage
+            tokens = u.input_tokens + u.output_tokens + u.cache_read_input_tokens
+            tokens += u.cache_creation_input_tokens
+            cwd = str(agent.tool_context.cwd)
+        return MemberView(
+            name=name,
+            kind=m.kind,
+            role=m.role,
+            status=m.status,
+            task_id=held.id if held is not None else None,
+            worktree=held.worktree if held is not None else None,
+            cwd=cwd,
+            model=m.model,
+            last_activity=last,
+            tokens_used=tokens,
+            hosted_here=here,
+        )
+
+    def request_shutdown(self, name: str, *, by: str) -> str:
+        state = self.board.refresh()
+        member = state.members.get(name)
+        if member is None or member.kind != "agent" or name == self.lead_name:
+            raise UnknownMember(name)
+        if member.status == "stopped":
+            raise TeamError(f"{name} has already stopped")
+        request_id = uuid.uuid4().hex
+        self._journal(ShutdownRequested(name=name, request_id=request_id), actor=by)
+        text = f"{by} asks you to shut down: finish your step, release or complete your task."
+        self.send(by, name, "shutdown_request", {"text": text, "request_id": request_id})
+        if self.idle_timer is not None:
+            self.idle_timer(self.shutdown_timeout_s, lambda: self._shutdown_overdue(name))
+        return request_id
+
+    def _shutdown_overdue(self, name: str) -> None:
+        if self._stopping:
+            return
+        with self._lock:
+            hosted = self._hosted.get(name)
+            if hosted is None or hosted.stopped:
+                return
+        log.warning("%s did not answer its shutdown request in time: stopping it", name)
+        self.stop_member(name, "shutdown_timeout", timeout_s=1.0)
+
+    def force_stop(self, name: str) -> bool:
+        """``teamctl stop --force``: stop a hosted member now (False if not hosted here)."""
+        return self.stop_member(name, "forced", timeout_s=1.0)
+
+    def schedule_cron(
+        self, cron: str, prompt: str, *, recurring: bool, tz: str | None, owner: str
+    ) -> CronView:
+        if self.scheduler is None:
+            raise TeamError("no scheduler runs in this process")
+        cron_id = self.scheduler.schedule(cron, prompt, recurring=recurring, tz=tz, owner=owner)
+        for view in self.list_crons():
+            if view.cron_id == cron_id:
+                return view
+        raise TeamError(f"cron {cron_id} vanished")
+
+    def list_crons(self) -> list[CronView]:
+        if self.scheduler is None:
+            return []
+        out = []
+        for v in self.scheduler.list():
+            data = v.as_json()
+            out.append(
+                CronView(
+                    cron_id=data["cron_id"],
+                    cron=data["cron"],
+                    prompt=data["prompt"],
+                    recurring=bool(data["recurring"]),
+                    tz=data.get("tz"),
+                    next_fire=data.get("next_fire"),
+                    owner=data.get("owner", "lead"),
+                    extra={k: v for k, v in data.items() if k not in _CRON_KEYS},
+                )
+            )
+        return out
+
+    def cancel_cron(self, cron_id: str, *, by: str) -> None:
+        if self.scheduler is None:
+            raise TeamError("no scheduler runs in this process")
+        self.scheduler.cancel(cron_id)
+
+
+_CRON_KEYS = frozenset({"cron_id", "cron", "prompt", "recurring", "tz", "next_fire", "owner"})
