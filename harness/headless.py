@@ -212,6 +212,7 @@ def run_ask(
                 "permission_mode": permission_mode,
             }
         )
+    mcp = _install_mcp(agent, repo_root)
     try:
         if json_schema is not None:
             prompt += (
@@ -242,6 +243,30 @@ def run_ask(
         return _report(output, result, turns, structured, schema_failed, err)
     finally:
         agent.close()
+        if mcp is not None:
+            mcp.close()
+
+
+def _install_mcp(agent: Any, root: Path) -> Any:
+    """Give the agent the tools of the MCP servers configured in ``.mcp.json`` and the
+    settings' ``mcpServers``; ``None`` (and no ``mcp`` import) when none are configured."""
+    from harness.mcp_config import load_mcp_servers
+
+    settings_path = root / ".team" / "settings.json"
+    raw: dict[str, Any] = {}
+    if settings_path.exists():
+        try:
+            raw = json.loads(settings_path.read_text(encoding="utf-8")).get("mcpServers") or {}
+        except (ValueError, AttributeError) as exc:
+            raise click.ClickException(f"{settings_path}: {exc}") from exc
+    if not load_mcp_servers(root, raw):
+        return None
+    from harness.mcp_catalog import install_mcp
+    from harness.mcp_client import McpManager
+
+    manager = McpManager.from_config(root, raw)
+    install_mcp(agent, manager)
+    return manager
 
 
 def _check(text: str, schema: dict[str, Any]) -> list[str]:

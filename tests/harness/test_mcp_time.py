@@ -109,3 +109,52 @@ def test_through_the_agent_loop_with_the_scripted_model(tmp_path: Path) -> None:
     finally:
         agent.close()
         manager.close()
+
+
+def test_teamctl_ask_uses_servers_from_mcp_json_under_the_settings_rules(tmp_path: Path) -> None:
+    """`teamctl ask` picks up `.mcp.json`; an allow rule in settings.json lets the call through."""
+    import io
+
+    from harness.headless import EXIT_OK, default_policy_factory, run_ask
+
+    time_manager(tmp_path).close()  # writes .mcp.json
+    (tmp_path / ".team").mkdir(exist_ok=True)
+    (tmp_path / ".team" / "settings.json").write_text(
+        json.dumps({"permissions": {"allow": ["mcp__time__convert_time"]}})
+    )
+    model = ScriptedModel(
+        {
+            "agents": {
+                "ask": {
+                    "steps": [
+                        {
+                            "tool_uses": [
+                                {
+                                    "name": "mcp__time__convert_time",
+                                    "input": {
+                                        "source_timezone": "UTC",
+                                        "time": "12:00",
+                                        "target_timezone": "Asia/Tokyo",
+                                    },
+                                }
+                            ]
+                        },
+                        {"match": "T21:00:00\\+09:00", "text": "Noon UTC is 21:00 in Tokyo."},
+                    ]
+                }
+            }
+        }
+    )
+    before = children_of(os.getpid())
+    out, err = io.StringIO(), io.StringIO()
+    code = run_ask(
+        tmp_path,
+        "noon UTC in Tokyo?",
+        model_client=model,
+        policy_factory=default_policy_factory,
+        out=out,
+        err=err,
+    )
+    assert (code, out.getvalue()) == (EXIT_OK, "Noon UTC is 21:00 in Tokyo.\n"), err.getvalue()
+    model.assert_consumed()
+    assert children_of(os.getpid()) == before
