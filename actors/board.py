@@ -289,10 +289,16 @@ class Board:
         return ClaimResult(True, state.task(tid))
 
     def claim_next(
-        self, owner: str, *, role: str | None = None, op_id: str | None = None
+        self,
+        owner: str,
+        *,
+        role: str | None = None,
+        accept: Callable[[Task], bool] | None = None,
+        op_id: str | None = None,
     ) -> ClaimResult:
         """Atomically claim the lowest-id ready task ``owner`` may take: tasks without a role,
-        or with ``role``. At most one; refused if ``owner`` already holds a task."""
+        or with ``role``, that ``accept`` (a pure filter, e.g. on tools; run under the lock)
+        agrees to. At most one; refused if ``owner`` already holds a task."""
         check_agent_name(owner)
         refused: list[str] = []
 
@@ -304,7 +310,11 @@ class Board:
                 refused.append(f"{owner} already holds {held.id}")
                 return ()
             for task in st.tasks.values():
-                if (task.role is None or task.role == role) and st.is_ready(task):
+                if (
+                    (task.role is None or task.role == role)
+                    and st.is_ready(task)
+                    and (accept is None or accept(task))
+                ):
                     body = TaskClaimed(task_id=task.id, owner=owner, epoch=task.epoch + 1)
                     return (self._draft(body, op_id),)
             refused.append("no ready task")

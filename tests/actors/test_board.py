@@ -300,3 +300,11 @@ def test_projections_follow_commands(board: Board, tmp_path: Path) -> None:
         }
     ]
     assert verify(board.state, tmp_path) == []
+
+
+def test_claim_next_honours_an_accept_filter(board: Board) -> None:
+    board.create("needs gpu", metadata={"tools": ["gpu"]})
+    board.create("plain")
+    pick = board.claim_next("w1", accept=lambda t: "gpu" not in t.metadata.get("tools", ()))
+    assert pick.unwrap().id == "task_2"
+    assert board.claim_next("w2", accept=lambda t: False).reason == "no ready task"
