@@ -16,7 +16,6 @@ The runtime calls ``lock``/``unlock`` on claim/release and ``commit_all`` on com
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 from collections.abc import Callable, Sequence
@@ -47,8 +46,6 @@ from actors.worktree_messages import (
 )
 from actors.worktree_reconcile import reconcile
 from mailboxes.events import EventDraft, WorktreeBound, WorktreeCreated, WorktreeRemoved, draft
-
-log = logging.getLogger(__name__)
 
 JobProbe = Callable[[Path], bool]
 """True while a background job runs with its cwd inside the given worktree path."""
@@ -196,13 +193,9 @@ class Worktrees(pykka.ThreadingActor):
 
     def _undo_create(self, name: str) -> list[str]:
         """Remove what the git step made; returns what is still there."""
-        path = self._path(name)
-        try:
-            self._git.run("worktree", "remove", "--force", str(path), check=False)
-            if self._git.branch_exists(branch_of(name)):
-                self._git.run("branch", "-D", branch_of(name), check=False)
-        except OSError:
-            log.exception("worktrees: undoing %s failed", name)
+        self._git.run("worktree", "remove", "--force", str(self._path(name)), check=False)
+        if self._git.branch_exists(branch_of(name)):
+            self._git.run("branch", "-D", branch_of(name), check=False)
         return self._what_exists(name)
 
     # --- claim / release / complete ------------------------------------------------------------
@@ -365,6 +358,10 @@ class WorktreesHandle:
 
     def create(self, name: str, task_id: str, base: str | None = None) -> Created:
         return self._ask(CreateWorktree(name=name, task_id=task_id, base=base))  # type: ignore[no-any-return]
+
+    def create_for_task(self, task_id: str, base: str | None = None) -> Created:
+        """``worktree_per_task``: a worktree named after the task (call before claiming it)."""
+        return self.create(task_id, task_id, base)
 
     def merge(self, name: str, *, squash: bool = False) -> MergeResult:
         return self._ask(MergeWorktree(name=name, squash=squash))  # type: ignore[no-any-return]

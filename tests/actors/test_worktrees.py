@@ -165,3 +165,10 @@ def test_list_shows_task_and_state(env: Env) -> None:
         "w1",
     )
     assert view.exists and not view.removed and Path(view.path).is_dir()
+
+
+def test_create_for_task_names_it_after_the_task(env: Env) -> None:
+    tid = env.task()
+    made = env.wt.create_for_task(tid)
+    assert (made.name, made.branch, made.task_id) == (tid, f"wt/{tid}", tid)
+    assert env.team.board.claim(tid, "w1").ok
