@@ -222,7 +222,10 @@ class Projections:
                     self._put(drift.path, render_task(state.task(drift.path.stem)))
                 line = f"rewrote projection {drift}"
             if state.seq > 0:  # creating the files of a brand-new team is not a repair
-                log.warning(line)
+                # A stale file is what a concurrent writer leaves for an instant between its
+                # append and its projection write (or a writer that died there): routine, so
+                # not worth a warning. Anything else means someone edited the files by hand.
+                log.log(logging.INFO if drift.kind == "stale" else logging.WARNING, line)
                 lines.append(line)
         return lines
 

@@ -85,13 +85,16 @@ def test_drift_is_repaired_on_open_with_a_warning(
     kinds = sorted(d.kind for d in verify(fold_all(EMPTY, journal.read_from(1)), tmp_path))
     assert kinds == ["differs", "extra", "malformed", "missing", "stale", "stale"]
 
-    with caplog.at_level(logging.WARNING, logger="actors.projections"):
+    with caplog.at_level(logging.INFO, logger="actors.projections"):
         reopened = open_board(tmp_path)
     assert replayed(tmp_path) == []
     assert not (tasks / "task_9.json").exists()
     assert len(caplog.records) == 6
+    # Hand edits warn; a stale file (a writer died between append and projection) is routine.
+    assert len([r for r in caplog.records if r.levelno >= logging.WARNING]) == 4
     assert any(
-        "task_4.json" in r.getMessage() and "stale" in r.getMessage() for r in caplog.records
+        "task_4.json" in r.getMessage() and "stale" in r.getMessage() and r.levelno == logging.INFO
+        for r in caplog.records
     )
     assert reopened.get("task_4").owner == "w1"
     assert reopened.repair_projections() == []
