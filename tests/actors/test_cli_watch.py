@@ -1,0 +1,58 @@
+"""``teamctl watch``, in-process against a real repository."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from actors.factory import open_team
+from mailboxes.messages import MessageDraft
+from tests.actors.cli_support import git_repo, ok, ok_json, run
+from tests.actors.live_support import populate
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return git_repo(tmp_path, monkeypatch)
+
+
+def test_once_json_is_the_snapshot(repo: Path) -> None:
+    ok(["task", "add", "first"])
+    ok(["task", "add", "second", "--blocked-by", "task_1"])
+    ok(["task", "claim", "task_1", "--as", "kim"])
+    ok(["send", "lead", "hello"])
+    doc = ok_json(["watch", "--once"])
+    assert doc["team"] == "repo"
+    assert [(t["id"], t["column"], t["owner"]) for t in doc["tasks"]] == [
+        ("task_1", "in_progress", "kim"),
+        ("task_2", "blocked", None),
+    ]
+    assert [(m["name"], m["kind"], m["task_id"]) for m in doc["members"]] == [
+        ("kim", "human", "task_1")
+    ]
+    assert doc["unread"]["lead"] == 1
+    assert doc["jobs"] == [] and doc["crons"] == [] and doc["worktrees"] == []
+
+
+def test_once_prints_the_view(repo: Path) -> None:
+    with open_team(repo) as team:
+        populate(team)
+        team.mailbox.deliver("cli", MessageDraft.text("lead", "three"))
+    out = ok(["watch", "--once"]).stdout
+    assert out.startswith("team repo  journal seq ")
+    for word in ("alice", "waiting_permission", "task_4", "cleanup", "lead 3", "job_run", "wt-api"):
+        assert word in out
+
+
+def test_json_without_once_is_a_usage_error(repo: Path) -> None:
+    result = run(["watch", "--json"])
+    assert result.exit_code == 2
+    assert "--json needs --once" in result.stderr
+
+
+def test_outside_a_team_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    git_repo(tmp_path, monkeypatch, init=False)
+    result = run(["watch", "--once"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
