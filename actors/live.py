@@ -147,16 +147,16 @@ def watch_live(
     on_start: Callable[[Refresher], None] | None = None,
     on_show: Callable[[Snapshot], None] | None = None,
 ) -> None:
-    """Show ``source``'s team in a ``rich.live.Live`` redrawn on events only, until Ctrl-C
-    (``KeyboardInterrupt`` propagates) or the refresher is stopped. ``on_start`` receives the
-    running ``Refresher`` (call its ``stop`` to end the view from another thread); ``on_show``
-    is told of every snapshot drawn, after the redraw."""
+    """Show ``source``'s team until Ctrl-C (``KeyboardInterrupt`` propagates) or the refresher
+    is stopped, redrawn on events only. On a terminal: one ``rich.live.Live`` redrawn in place
+    (``auto_refresh=False``); to a pipe or file: each changed snapshot printed after the last.
+    ``on_start`` receives the running ``Refresher`` (its ``stop`` ends the view from another
+    thread); ``on_show`` is told of every snapshot drawn, after it was drawn."""
     from rich.live import Live
 
-    with Live(console=console, auto_refresh=False, transient=False) as live:
-
+    def run(draw: Callable[[Snapshot], None]) -> None:
         def show(snap: Snapshot) -> None:
-            live.update(render(snap), refresh=True)
+            draw(snap)
             if on_show is not None:
                 on_show(snap)
 
@@ -168,3 +168,9 @@ def watch_live(
             refresher.wait()
         finally:
             refresher.stop()
+
+    if not console.is_terminal:
+        run(lambda snap: console.print(render(snap), end="\n\n"))
+        return
+    with Live(console=console, auto_refresh=False, transient=False) as live:
+        run(lambda snap: live.update(render(snap), refresh=True))

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import threading
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -56,3 +62,54 @@ def test_outside_a_team_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     result = run(["watch", "--once"])
     assert result.exit_code == 1
     assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
+
+
+class _Reader:
+    """Reads a child's stdout on a thread; ``until(text)`` waits for ``text`` to appear."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.data = b""
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _pump(self, stream: IO[bytes]) -> None:
+        for chunk in iter(lambda: os.read(stream.fileno(), 65536), b""):
+            with self._cond:
+                self.data += chunk
+                self._cond.notify_all()
+
+    def until(self, text: str, timeout: float = 20.0) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: text.encode() in self.data, timeout)
+
+    def join(self) -> None:
+        self._thread.join(20.0)
+
+
+def test_live_process_redraws_on_a_write_and_exits_cleanly_on_ctrl_c(repo: Path) -> None:
+    code = "from actors.cli import main; main()"
+    env = {**os.environ, "COLUMNS": "120"}
+    child = subprocess.Popen(
+        [sys.executable, "-c", code, "watch"],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert child.stdout is not None
+        out = _Reader(child.stdout)
+        # Not a terminal: each changed snapshot is printed after the previous one.
+        assert out.until("tasks: none yet"), out.data
+        ok(["task", "add", "written by another process"])
+        assert out.until("written by another process"), out.data
+        child.send_signal(signal.SIGINT)
+        _, err = child.communicate(timeout=20)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    out.join()
+    assert child.returncode == 0, err
+    assert b"Traceback" not in err and b"interrupted" not in err
