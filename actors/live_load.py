@@ -4,8 +4,8 @@ A ``LiveSource`` keeps the folds it needs (team state, jobs, crons, pending perm
 each ``load`` folds only the journal lines appended since the last one. Locks: opening the team
 takes the journal's flock once, briefly, as every ``teamctl`` command does (to index the file and
 repair a torn tail left by a dead writer); after that nothing here takes a lock a running runtime
-waits for: journal reads are lock-free, inbox counts are directory listings, and liveness is a
-non-blocking shared probe of each member's lease. ``Team.board`` is never touched: building it
+waits for: journal reads are lock-free, inbox counts are directory listings, a job's process is looked up
+in ``/proc``, and liveness is a non-blocking shared probe of each member's lease. ``Team.board`` is never touched: building it
 repairs projections, which is the runtime's business, not a viewer's.
 """
 
@@ -20,7 +20,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from actors.cron import EMPTY_TABLE, CronTable, fold_crons, local_zone, views
-from actors.jobs_proc import JobTable, fold_jobs, job_views
+from actors.jobs_proc import JobTable, fold_jobs, job_views, same_process
 from actors.live_snapshot import NO_PERMISSIONS, PermissionTable, Snapshot, build_snapshot
 from actors.live_snapshot import fold_permissions as _fold_permissions
 from actors.state import EMPTY, TeamState, fold_all
@@ -94,6 +94,7 @@ class LiveSource:
                 jobs=job_views(self._jobs, self.team.repo.team_dir / "jobs", limit=10_000),
                 crons=views(self._crons, local=self._local),
                 alive=alive,
+                gone_jobs=_gone_jobs(self._jobs),
                 permissions=self._permissions,
                 taken_at=self._now(),
             )
@@ -107,6 +108,18 @@ class LiveSource:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _gone_jobs(table: JobTable) -> frozenset[str]:
+    """Running jobs whose process (pid and start time, read from ``/proc``) no longer exists."""
+    return frozenset(
+        r.job_id
+        for r in table.values()
+        if r.status == "running"
+        and r.pid is not None
+        and r.start_time is not None
+        and not same_process(r.pid, r.start_time)
+    )
 
 
 def load_snapshot(start: Path | None = None) -> Snapshot:

@@ -110,31 +110,30 @@ def _deps(task: TaskRow) -> Text:
     return text
 
 
-def _tasks(snap: Snapshot, max_completed: int) -> RenderableType:
+def _cut(column: Column, rows: tuple[TaskRow, ...], limit: int) -> tuple[tuple[TaskRow, ...], str]:
+    """At most ``limit`` rows of a column and what the cut left out ("" = nothing). In progress
+    is never cut; completed keeps the latest, the others the first (the next to run)."""
+    if column == "in_progress" or len(rows) <= limit:
+        return rows, ""
+    hidden = len(rows) - limit
+    if column == "completed":
+        return rows[-limit:], f"and {hidden} earlier"
+    return rows[:limit], f"and {hidden} more"
+
+
+def _tasks(snap: Snapshot, max_rows: int, max_completed: int) -> RenderableType:
     if not any(t.column != "deleted" for t in snap.tasks):
         return Text("tasks: none yet", style="dim")
     grid = _table("tasks", "status", "id", "subject", "owner", "blocked by", "worktree", "plan")
     for column in _SHOWN_COLUMNS:
-        rows = snap.column(column)
-        hidden = 0
-        if column == "completed" and len(rows) > max_completed:
-            hidden, rows = len(rows) - max_completed, rows[-max_completed:]
-        style = _COLUMN_STYLE[column]
+        limit = max_completed if column == "completed" else max_rows
+        rows, note = _cut(column, snap.column(column), limit)
+        title = Text(_COLUMN_TITLE[column], style=_COLUMN_STYLE[column])
         for t in rows:
             plan = "-" if t.plan == "none" else t.plan
-            grid.add_row(
-                Text(_COLUMN_TITLE[column], style=style),
-                t.id,
-                t.subject,
-                _owner(t),
-                _deps(t),
-                t.worktree or "-",
-                plan,
-            )
-        if hidden:
-            grid.add_row(
-                Text("completed", style=style), "…", f"and {hidden} earlier", "", "", "", ""
-            )
+            grid.add_row(title, t.id, t.subject, _owner(t), _deps(t), t.worktree or "-", plan)
+        if note:
+            grid.add_row(title, "…", note, "", "", "", "")
     return grid
 
 
@@ -155,11 +154,11 @@ def _jobs(snap: Snapshot) -> RenderableType:
         return Text("jobs: none", style="dim")
     grid = _table("jobs", "job", "owner", "status", "exit", "started", "command")
     for j in snap.jobs:
-        style = "green" if j.status == "running" else "dim"
+        status = Text(j.status, style="green" if j.status == "running" else "dim")
+        if j.gone:
+            status.append(" (process gone)", style="bold red")
         code = "-" if j.exit_code is None else str(j.exit_code)
-        grid.add_row(
-            j.job_id, j.owner, Text(j.status, style=style), code, _clock(j.started_at), j.command
-        )
+        grid.add_row(j.job_id, j.owner, status, code, _clock(j.started_at), j.command)
     return grid
 
 
@@ -197,12 +196,16 @@ def _approvals(snap: Snapshot) -> RenderableType | None:
     return grid
 
 
-def render(snapshot: Snapshot, *, max_completed: int = 10) -> RenderableType:
-    """The whole live view of ``snapshot`` as one rich renderable (a ``Group``)."""
+def render(snapshot: Snapshot, *, max_rows: int = 15, max_completed: int = 8) -> RenderableType:
+    """The whole live view of ``snapshot`` as one rich renderable (a ``Group``).
+
+    Tasks in progress are all shown; ready and blocked ones up to ``max_rows`` each (lowest ids
+    first), completed ones the latest ``max_completed``; a row says how many were left out.
+    """
     parts: list[RenderableType] = [
         _header(snapshot),
         _members(snapshot),
-        _tasks(snapshot, max_completed),
+        _tasks(snapshot, max_rows, max_completed),
         _inboxes(snapshot),
     ]
     approvals = _approvals(snapshot)

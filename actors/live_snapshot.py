@@ -105,6 +105,9 @@ class JobRow:
     started_at: float
     finished_at: float | None
     log_path: str
+    gone: bool = False
+    """Running as far as the journal knows, but its process no longer exists (the runtime that
+    owned it died; the next runtime reports it ``lost``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,7 +273,7 @@ def _member_rows(
     return tuple(rows)
 
 
-def _job_rows(jobs: Iterable[JobView]) -> tuple[JobRow, ...]:
+def _job_rows(jobs: Iterable[JobView], gone: Collection[str]) -> tuple[JobRow, ...]:
     running: list[JobRow] = []
     finished: list[JobRow] = []
     for v in jobs:
@@ -283,6 +286,7 @@ def _job_rows(jobs: Iterable[JobView]) -> tuple[JobRow, ...]:
             started_at=v.started_at,
             finished_at=v.finished_at,
             log_path=v.log_path,
+            gone=v.status == "running" and v.job_id in gone,
         )
         (running if v.status == "running" else finished).append(row)
     running.sort(key=lambda r: (r.started_at, r.job_id))
@@ -345,6 +349,7 @@ def build_snapshot(
     jobs: Iterable[JobView] = (),
     crons: Iterable[CronView] = (),
     alive: Collection[str] = frozenset(),
+    gone_jobs: Collection[str] = frozenset(),
     permissions: PermissionTable = NO_PERMISSIONS,
     taken_at: float = 0.0,
 ) -> Snapshot:
@@ -352,7 +357,8 @@ def build_snapshot(
 
     ``inboxes`` maps agent → (unread, read) as ``Maildir.counts`` gives them; ``jobs`` and
     ``crons`` are the views of ``actors.jobs_proc.job_views`` and ``actors.cron.views``; ``alive``
-    names the agents whose lease is held right now.
+    names the agents whose lease is held right now, ``gone_jobs`` the running jobs whose process is
+    gone.
     """
     counts = dict(inboxes or {})
     unread = {agent: pair[0] for agent, pair in counts.items()}
@@ -362,7 +368,7 @@ def build_snapshot(
         members=_member_rows(state, alive, unread),
         tasks=tuple(_task_row(state, t) for t in state.tasks.values()),
         inboxes=tuple(InboxRow(a, n, r) for a, (n, r) in sorted(counts.items())),
-        jobs=_job_rows(jobs),
+        jobs=_job_rows(jobs, gone_jobs),
         crons=_cron_rows(crons),
         worktrees=_worktree_rows(state),
         approvals=_approval_rows(state, permissions),

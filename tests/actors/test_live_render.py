@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
@@ -81,6 +82,9 @@ def test_empty_sections_say_so_and_long_completed_lists_are_cut() -> None:
     )
     assert "task_7" in text and "task_6" in text and "task_5 " not in text
     assert "and 5 earlier" in text
+    ready = tuple(replace(_task(n), status="pending", column="ready") for n in range(1, 30))
+    text = _text(Snapshot(team="t", seq=3, tasks=ready), max_rows=3)
+    assert "task_3 " in text and "task_4 " not in text and "and 26 more" in text
     for empty in ("jobs: none", "cron: none", "worktrees: none", "inboxes (unread): none"):
         assert empty in text
 

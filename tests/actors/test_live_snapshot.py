@@ -2,22 +2,33 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from actors.cron import CronView
 from actors.factory import Team
 from actors.jobs_proc import JobView
-from actors.live import LiveSource, Snapshot, build_snapshot, fold_permissions, load_snapshot
+from actors.live import (
+    LiveSource,
+    Snapshot,
+    build_snapshot,
+    fold_permissions,
+    load_snapshot,
+    render,
+)
 from actors.live_snapshot import RECENT_JOBS
 from actors.scheduler import schedule_cron
 from actors.state import EMPTY, fold_all
 from harness.clock import UuidIds
-from mailboxes.events import Event, MemberStatusChanged
+from mailboxes.events import Event, JobStarted, MemberStatusChanged
 from mailboxes.messages import MessageDraft
 from tests.actors.live_support import journal, new_team, populate
 
@@ -234,3 +245,21 @@ def test_build_snapshot_over_plain_data() -> None:
         state, inboxes={"ann": (3, 4)}, jobs=jobs, crons=crons, alive={"ann"}, taken_at=10.0
     )
     assert snap != build_snapshot(state, inboxes={"ann": (3, 4)}, jobs=jobs, crons=crons)
+
+
+def test_running_jobs_whose_process_is_gone_are_flagged(team: Team) -> None:
+    from actors.jobs_proc import start_time
+
+    child = subprocess.Popen(["true"])
+    child.wait()
+    me = os.getpid()
+    for job_id, pid, started in (("j_live", me, start_time(me)), ("j_dead", child.pid, 1.0)):
+        body = JobStarted(
+            job_id=job_id, owner="a", command="x", cwd=".", pid=pid, start_time=started
+        )
+        journal(team, body)
+    jobs = {j.job_id: (j.status, j.gone) for j in _snapshot(team).jobs}
+    assert jobs == {"j_live": ("running", False), "j_dead": ("running", True)}
+    text = io.StringIO()
+    Console(file=text, width=120, color_system=None).print(render(_snapshot(team)))
+    assert "running (process gone)" in text.getvalue()
