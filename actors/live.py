@@ -12,7 +12,11 @@ Three parts, each usable alone:
 and the mailboxes), and calls ``show`` only when the snapshot differs from the last one shown.
 No timer of its own: the watcher's rescan tick is the only periodic wake-up, there to bound the
 cost of a dropped hint. ``watch_live`` runs the whole thing in a ``Live`` with
-``auto_refresh=False`` until Ctrl-C or ``until`` is set.
+``auto_refresh=False`` until Ctrl-C or until its refresher is stopped.
+
+A host that already owns a ``Team`` (the runtime: ``TeamRuntime.team``) reuses it:
+``LiveSource(runtime.team)``; a host with a watcher of its own may skip ``Refresher`` and call
+``live.update(render(source.load()), refresh=True)`` from its change callback instead.
 """
 
 from __future__ import annotations
