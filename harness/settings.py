@@ -112,3 +112,16 @@ class HookSettings(_Strict):
     def parse(cls, raw: Any) -> HookSettings:
         """Validate the JSON value of the ``hooks`` key (``None`` means no hooks)."""
         return cls.model_validate(raw or {})
+
+
+class SandboxSettings(_Strict):
+    """The ``sandbox`` section: run ``bash`` commands under bubblewrap (``harness.sandbox``)."""
+
+    enabled: Literal["auto"] | bool = "auto"
+    """``"auto"``: sandbox when bubblewrap works on this machine, else run unsandboxed with a
+    one-time notice; ``true``: required (commands are refused when it cannot run); ``false``: off."""
+    network: bool = False
+    """Let sandboxed commands reach the network (off: a private network namespace, loopback only)."""
+    extra_writable: tuple[str, ...] = ()
+    """More paths commands may write besides the agent's root and a private ``/tmp`` (relative
+    paths are taken from the agent's root; missing paths are skipped)."""

@@ -10,6 +10,9 @@ End of a call: when the main process exits we wait at most ``pipe_grace_s`` for 
 after ``kill_grace_s``. Either way the whole group is SIGKILLed before returning, so nothing the
 command started in its group outlives the call (long-running work belongs in
 ``run_in_background``).
+
+Sandbox: with a ``harness.sandbox.Sandbox`` (given to the tool, or put in ``ctx.extra`` under
+``SANDBOX_KEY`` by the runtime) the shell runs under bubblewrap, in its own PID namespace.
 """
 
 from __future__ import annotations
@@ -20,12 +23,14 @@ import selectors
 import signal
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.outputs import DEFAULT_HEAD_BYTES, DEFAULT_TAIL_BYTES, BoundedCapture, CapturedOutput
+from harness.sandbox import SANDBOX_KEY, Sandbox
 from harness.tools.base import PermissionRequest, Tool, ToolContext, ToolError, ToolOutput
 from harness.tools.paths import resolve_in_root
 
@@ -70,14 +75,16 @@ def run_command(
     head_bytes: int = DEFAULT_HEAD_BYTES,
     tail_bytes: int = DEFAULT_TAIL_BYTES,
     use_pidfd: bool = True,
+    wrapper: Sequence[str] = (),
 ) -> CommandResult:
     """Run ``command`` to completion or timeout; never leaves a member of its group alive.
 
     ``use_pidfd=False`` forces the portable fallback (poll every 50 ms for the exit).
+    ``wrapper`` is put before the shell (the sandbox's ``bwrap ... --``).
     """
     capture = BoundedCapture(outputs_dir, head_bytes=head_bytes, tail_bytes=tail_bytes)
     proc = subprocess.Popen(
-        [shell, "-c", command],
+        [*wrapper, shell, "-c", command],
         cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -236,7 +243,9 @@ class BashTool(Tool[BashInput]):
         head_bytes: int = DEFAULT_HEAD_BYTES,
         tail_bytes: int = DEFAULT_TAIL_BYTES,
         use_pidfd: bool = True,
+        sandbox: Sandbox | None = None,
     ) -> None:
+        self.sandbox = sandbox
         self.shell = shell
         self.use_pidfd = use_pidfd
         self.kill_grace_s = kill_grace_s
@@ -253,6 +262,11 @@ class BashTool(Tool[BashInput]):
             raise ToolError(f"working directory {ctx.cwd} does not exist")
         if args.run_in_background:
             return self._start_job(args, ctx, cwd)
+        sandbox = self.sandbox or ctx.extra.get(SANDBOX_KEY)
+        wrapper: list[str] = []
+        notice = None
+        if isinstance(sandbox, Sandbox):
+            wrapper, notice = sandbox.prefix(root=ctx.root, cwd=cwd)
         result = run_command(
             args.command,
             cwd=cwd,
@@ -264,9 +278,11 @@ class BashTool(Tool[BashInput]):
             head_bytes=self.head_bytes,
             tail_bytes=self.tail_bytes,
             use_pidfd=self.use_pidfd,
+            wrapper=wrapper,
         )
         failed = result.timed_out or result.exit_code != 0
-        return ToolOutput(result.render(args.timeout_s), is_error=failed)
+        text = result.render(args.timeout_s)
+        return ToolOutput(f"{notice}\n{text}" if notice else text, is_error=failed)
 
     def _start_job(self, args: BashInput, ctx: ToolContext, cwd: Path) -> ToolOutput:
         if ctx.job_runner is None:
