@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from actors.errors import TeamError
+from harness.settings import SandboxSettings
 
 SETTINGS_ENV = "TEAMCTL_SETTINGS"
 MODEL_ENV = "TEAMCTL_MODEL"
@@ -163,6 +164,9 @@ class Settings(_Strict):
     """Inbox batching and retention."""
     mcp_servers: dict[str, McpServer] = Field(default_factory=dict, alias="mcpServers")
     """MCP servers by name."""
+    sandbox: SandboxSettings = SandboxSettings()
+    """Bubblewrap sandbox for ``bash``: ``enabled`` (``"auto"``/true/false), ``network``,
+    ``extra_writable`` (see ``harness.sandbox``)."""
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON with the file's key names."""

@@ -294,3 +294,12 @@ def test_settings_forbid_unknown_keys() -> None:
         SandboxSettings.model_validate({"enabled": "auto", "netwrok": True})
     assert SandboxSettings.model_validate({"enabled": True}).enabled is True
     assert SandboxSettings().enabled == "auto" and SandboxSettings().network is False
+
+
+def test_team_settings_carry_the_sandbox_section() -> None:
+    from actors.settings import SettingsError, parse_settings
+
+    s = parse_settings({"sandbox": {"enabled": False, "extra_writable": ["build"]}}, "t")
+    assert s.sandbox == SandboxSettings(enabled=False, extra_writable=("build",))
+    with pytest.raises(SettingsError, match="sandbox.enabeld"):
+        parse_settings({"sandbox": {"enabeld": True}}, "t")
