@@ -301,5 +301,5 @@ def test_team_settings_carry_the_sandbox_section() -> None:
 
     s = parse_settings({"sandbox": {"enabled": False, "extra_writable": ["build"]}}, "t")
     assert s.sandbox == SandboxSettings(enabled=False, extra_writable=("build",))
-    with pytest.raises(SettingsError, match="sandbox.enabeld"):
+    with pytest.raises(SettingsError, match=r"sandbox\.enabeld"):
         parse_settings({"sandbox": {"enabeld": True}}, "t")
