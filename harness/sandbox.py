@@ -149,7 +149,7 @@ class Sandbox:
                 )
             return [], self._notice_once(probe.reason)
         args = [probe.bwrap, *base_args(network=self.settings.network)]
-        args += mount_args(root, self.settings.extra_writable)
+        args += mount_args(root, self.settings.extra_writable, cwd=cwd)
         return [*args, "--chdir", str(cwd), "--"], None
 
     def _notice_once(self, reason: str) -> str | None:
@@ -160,8 +160,11 @@ class Sandbox:
         return f"[sandbox unavailable: {reason}; bash commands run without a sandbox]"
 
 
-def mount_args(root: Path, extra_writable: Sequence[str] = ()) -> list[str]:
-    """Binds after ``base_args``: the root and extras writable, then control files read-only."""
+def mount_args(
+    root: Path, extra_writable: Sequence[str] = (), *, cwd: Path | None = None
+) -> list[str]:
+    """Binds after ``base_args``: the root and extras writable, then control files read-only
+    (also the ``.git`` file of a worktree ``cwd`` inside the root)."""
     real = Path(os.path.realpath(root))
     args = ["--bind", str(real), str(real)]
     for raw in extra_writable:
@@ -169,6 +172,8 @@ def mount_args(root: Path, extra_writable: Sequence[str] = ()) -> list[str]:
         if path.exists():
             args += ["--bind", str(path), str(path)]
     writable, read_only = _git_paths(real)
+    if cwd is not None and Path(os.path.realpath(cwd)) != real:
+        read_only += _git_paths(Path(os.path.realpath(cwd)))[1]
     for path in writable:
         args += ["--bind", str(path), str(path)]
     for rel in READ_ONLY_IN_ROOT:

@@ -303,3 +303,19 @@ def test_team_settings_carry_the_sandbox_section() -> None:
     assert s.sandbox == SandboxSettings(enabled=False, extra_writable=("build",))
     with pytest.raises(SettingsError, match=r"sandbox\.enabeld"):
         parse_settings({"sandbox": {"enabeld": True}}, "t")
+
+
+@needs_bwrap
+def test_worktree_git_file_is_pinned_when_cwd_is_a_worktree(tmp_path: Path) -> None:
+    repo = tmp_path / "main"
+    wt = repo / ".worktrees" / "w"
+    wt.mkdir(parents=True)
+    (wt / ".git").write_text(f"gitdir: {repo}/.git/worktrees/w\n")
+    (repo / ".git" / "worktrees" / "w").mkdir(parents=True)
+    before = sha256(wt / ".git")
+    ctx = ToolContext(agent="ann", root=repo, cwd=wt)
+    out = BashTool(sandbox=Sandbox()).run(
+        BashInput(command="echo 'gitdir: /tmp/evil' > .git; echo ok > f"), ctx
+    )
+    assert "Read-only file system" in out.content, out.content
+    assert sha256(wt / ".git") == before and (wt / "f").read_text() == "ok\n"
