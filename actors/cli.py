@@ -19,6 +19,7 @@ import click
 from actors import approvals, cli_journal, cli_messages, cli_tasks, cli_team, cli_worktree
 from actors.cli_ops import COMMANDS as OPS_COMMANDS
 from actors.cli_run import COMMANDS as RUN_COMMANDS
+from actors.cli_scenario import COMMANDS as SCENARIO_COMMANDS
 from actors.cli_watch import COMMANDS as WATCH_COMMANDS
 from harness.headless import ask_command
 from harness.mcp_cli import mcp_group
@@ -117,6 +118,8 @@ cli.add_command(ask_command)
 cli.add_command(mcp_group)
 cli.add_command(cli_worktree.worktree)
 for _command in WATCH_COMMANDS:
+    cli.add_command(_command)
+for _command in SCENARIO_COMMANDS:
     cli.add_command(_command)
 
 

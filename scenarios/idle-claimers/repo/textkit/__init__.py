@@ -1,0 +1,5 @@
+"""Small text helpers."""
+
+from textkit.words import words
+
+__all__ = ["words"]
