@@ -161,6 +161,15 @@ def _run_checks(scenario: Scenario, outcome: RunOutcome) -> list[Check]:
     errors = [f"{e.get('agent')}: {e.get('error')}" for e in outcome.events if e["type"] == "error"]
     errors += outcome.script_errors
     checks.append(Check("no agent errors", not errors, " | ".join(errors)[:800]))
+    allowed = scenario.expect.tool_errors
+    if allowed is not None:
+        failed = [
+            f"{e.get('agent')}: {str(e.get('content', ''))[:200]}"
+            for e in outcome.events
+            if e["type"] == "tool_result" and e.get("is_error")
+        ]
+        detail = f"{len(failed)} (expected {allowed})" + "".join(f" | {f}" for f in failed)
+        checks.append(Check("failed tool calls", len(failed) == allowed, detail[:800]))
     left = [f"{a}: {s}" for a, steps in outcome.unconsumed.items() for s in steps]
     checks.append(Check("script fully played", not left, " | ".join(left)[:800]))
     return checks

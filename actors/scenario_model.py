@@ -230,6 +230,8 @@ class Expectations(_Strict):
     """Named invariants checked from the journal, mailboxes and transcripts."""
     commands: tuple[CommandExpect, ...] = ()
     """Commands that must succeed in the final repository."""
+    tool_errors: int | None = Field(default=0, ge=0)
+    """How many tool calls may fail (answered with an error) over the run; None: any."""
 
 
 class Scenario(_Strict):
