@@ -38,6 +38,7 @@ from harness.shell_words import (
     Word,
     command_name,
     node_text,
+    runs_code_from_arguments,
     word,
 )
 
@@ -232,6 +233,9 @@ class _Analyser:
                 self.find(argv, tuple(layers), depth=depth)
             if name == "git":
                 self.git_options(argv)
+            why = runs_code_from_arguments(name, argv)
+            if why:
+                self.problems.append(why)
             if name == "command" and any(w.text in ("-v", "-V") for w in argv[1:2]):
                 break  # `command -v x` only looks x up
             if name not in WRAPPERS:

@@ -136,7 +136,9 @@ def check_shell(perms: Permissions, command: str, ctx: ToolContext) -> ShellVerd
     analysis = analyse(command)
     root = real_root(ctx.root)
     parts: list[CommandVerdict] = []
-    read_only = analysis.reducible and not analysis.git_overrides
+    # A command flagged no-auto-allow (eval, BASH_ENV=..., sudo) is never read-only: plan mode
+    # must not pass it on to an approver as if it only read.
+    read_only = analysis.reducible and not analysis.git_overrides and not analysis.no_auto_allow
 
     def add(part: str, v: Verdict, argv: tuple[str, ...] = (), reds: tuple[str, ...] = ()) -> None:
         parts.append(CommandVerdict(part, argv, reds, v))

@@ -70,7 +70,67 @@ WRAPPERS: dict[str, _Spec] = {
         )
     ),
 }
-NO_AUTO_ALLOW_WRAPPERS = frozenset({"sudo", "doas", "eval", "exec"})
+# Wrappers found by tests/security (each runs the command that follows its options).
+WRAPPERS |= {
+    "flock": _Spec(_opts("-w --timeout -E --conflict-exit-code"), operands=1),
+    "chroot": _Spec(_opts("--userspec --groups"), operands=1),
+    "unshare": _Spec(_opts("--setgroups --propagation -S -G --setuid --setgid --wd -R --root")),
+    "nsenter": _Spec(_opts("-t --target -S -G --setuid --setgid --wd -R --root")),
+    "strace": _Spec(_opts("-o -e -p -s -u -E -a -b -I -O -P -S -X")),
+    "ltrace": _Spec(_opts("-o -e -p -s -u -a -n -x -L")),
+    "taskset": _Spec(_opts("--cpu-list"), operands=1),
+    "chrt": _Spec(operands=1),
+    "runuser": _Spec(_opts("-u -g -G --user --group --supp-group -w")),
+    "setpriv": _Spec(_opts("--reuid --regid --groups --inh-caps --ambient-caps --bounding-set")),
+    "busybox": _Spec(),
+    "watch": _Spec(_opts("-n --interval -d --differences -q --equexit"), numeric_flags=True),
+    "prlimit": _Spec(_opts("-p --pid -o --output")),
+    "catchsegv": _Spec(),
+    "faketime": _Spec(operands=1),
+}
+NO_AUTO_ALLOW_WRAPPERS = frozenset({"sudo", "doas", "eval", "exec", "chroot", "nsenter", "runuser"})
+
+_CODE_FLAGS: dict[str, frozenset[str]] = {
+    "su": _opts("-c --command --session-command"),
+    "script": _opts("-c --command"),
+    "flock": _opts("-c --command"),
+    "python": _opts("-c"),
+    "python3": _opts("-c"),
+    "perl": _opts("-e -E"),
+    "ruby": _opts("-e"),
+    "node": _opts("-e --eval -p --print"),
+    "php": _opts("-r"),
+    "lua": _opts("-e"),
+    "vim": _opts("-c --cmd"),
+    "vi": _opts("-c --cmd"),
+    "nvim": _opts("-c --cmd"),
+    "man": _opts("-P --pager -H --html"),
+    "tar": _opts("--to-command -I --use-compress-program --checkpoint-action --info-script -F"),
+    "rg": _opts("--pre"),
+    "rsync": _opts("-e --rsh --rsync-path"),
+}
+_ALWAYS_CODE = frozenset({"trap", "parallel", "ssh", "xdg-open"})
+_AWKS = frozenset({"awk", "gawk", "mawk", "nawk"})
+
+
+def runs_code_from_arguments(name: str, argv: tuple[Word, ...]) -> str | None:
+    """Why ``argv`` runs code given as an argument (so it cannot be fully analysed), or None."""
+    if name in _ALWAYS_CODE and len(argv) > 1:
+        return f"{name} runs commands given as arguments"
+    args = [w.text for w in argv[1:]]
+    if name in _AWKS and any("system" in a or "|" in a for a in args):
+        return f"{name} program may run commands (system or a pipe)"
+    flags = _CODE_FLAGS.get(name)
+    if flags and any(_has_flag(a, flags, plus=name in ("vim", "vi", "nvim")) for a in args):
+        return f"{name} runs code given in an argument"
+    return None
+
+
+def _has_flag(arg: str, flags: frozenset[str], *, plus: bool) -> bool:
+    if arg.split("=", 1)[0] in flags or (plus and arg.startswith("+")):
+        return True
+    # combined short flags: `script -qc CMD`, `su -lc CMD`
+    return arg[:1] == "-" and arg[1:2] != "-" and any(f"-{c}" in flags for c in arg[1:])
 
 
 @dataclass(frozen=True)
