@@ -47,3 +47,13 @@ class LeaseHeld(MailboxesError):
 
 class UnsafeFilesystem(MailboxesError):
     """The team folder is on a filesystem where flock and rename are not safe."""
+
+
+class WriteFailed(MailboxesError, OSError):
+    """A durable write failed (disk full, file size limit, I/O error) and was rolled back:
+    nothing of it was acknowledged. Still an ``OSError``, carrying the original ``errno``."""
+
+    def __init__(self, what: str, cause: OSError) -> None:
+        reason = cause.strerror or str(cause)
+        super().__init__(f"{what} failed: {reason}; nothing was written (rolled back)")
+        self.errno = cause.errno  # not ``strerror``: OSError would then print only that

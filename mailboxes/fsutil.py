@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +21,19 @@ class BadJson(MailboxesError):
     """Input that is not strict JSON (NaN/Infinity, duplicate keys, too deep, not UTF-8)."""
 
 
-def fsync_dir(path: Path) -> None:
+Fsync = Callable[[int], None]
+"""How the journal and the Maildir make a file or a folder durable: ``os.fsync`` in production.
+
+The one I/O seam of the durable layer: a power-loss simulation in the tests passes a recording
+function that snapshots what a real power cut would keep (see ``tests/support/powerloss.py``).
+"""
+
+
+def fsync_dir(path: Path, fsync: Fsync = os.fsync) -> None:
     """Make a rename or create inside ``path`` durable."""
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        os.fsync(fd)
+        fsync(fd)
     finally:
         os.close(fd)
 

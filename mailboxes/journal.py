@@ -24,9 +24,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from mailboxes.errors import JournalCorrupt
+from mailboxes.errors import JournalCorrupt, WriteFailed
 from mailboxes.events import Event, JournalTailRepaired, draft
-from mailboxes.fsutil import fsync_dir, write_all
+from mailboxes.fsutil import Fsync, fsync_dir, write_all
 from mailboxes.journal_base import Appended, WallClock, check_after, stamp
 from mailboxes.journal_frame import BadLine, decode_event, encode, iter_lines
 from mailboxes.ports import Clock, Decide
@@ -70,13 +70,19 @@ class FileJournal:
     exist). Opening validates the whole file and repairs a torn tail."""
 
     def __init__(
-        self, team_dir: Path, clock: Clock | None = None, *, fault: FaultHook | None = None
+        self,
+        team_dir: Path,
+        clock: Clock | None = None,
+        *,
+        fault: FaultHook | None = None,
+        fsync: Fsync = os.fsync,
     ) -> None:
         self.team_dir = Path(team_dir)
         self.path = self.team_dir / JOURNAL_NAME
         self.lock_path = self.team_dir / LOCK_NAME
         self._clock: Clock = clock or WallClock()
         self._fault = fault
+        self._fsync = fsync
         self._mutex = threading.Lock()
         self._holder: int | None = None
         self._index_lock = threading.Lock()
@@ -89,7 +95,7 @@ class FileJournal:
         created = not self.path.exists()
         with self._exclusive() as fd:
             if created:
-                fsync_dir(self.team_dir)
+                fsync_dir(self.team_dir, fsync)
             remove_orphan_tmp_files(self.team_dir)
             self._catch_up(fd)
 
@@ -196,7 +202,7 @@ class FileJournal:
 
     def _repair_tail(self, fd: int, line_no: int, offset: int, size: int) -> None:
         os.ftruncate(fd, offset)
-        os.fsync(fd)
+        self._fsync(fd)
         body = JournalTailRepaired(line_no=line_no, bytes_dropped=size - offset)
         new, _ = stamp(
             [draft(body.TYPE, "runtime", body)],
@@ -207,22 +213,34 @@ class FileJournal:
         self._write(fd, new, hooks=False)
 
     def _write(self, fd: int, new: Sequence[Event], *, hooks: bool = True) -> None:
-        """Append ``new`` durably; on a failed write cut the file back to the last good line."""
+        """Append ``new`` durably; on a failed write or fsync cut the file back to the last good
+        line and raise ``WriteFailed`` (a short write on a full disk must not leave a torn line,
+        and bytes whose fsync failed must not be taken as events by the next catch-up)."""
         lines = [encode(event) for event in new]
         try:
             write_all(fd, b"".join(lines))
-        except BaseException:
-            os.ftruncate(fd, self._end)
+        except BaseException as exc:
+            self._roll_back(fd, exc)
             raise
         if hooks:
             self._hook("after_write")
-        os.fsync(fd)
+        try:
+            self._fsync(fd)
+        except OSError as exc:
+            self._roll_back(fd, exc)
+            raise
         if hooks:
             self._hook("after_fsync")
         offset = self._end
         for event, line in zip(new, lines, strict=True):
             self._index(offset, len(line), event.op_id)
             offset += len(line)
+
+    def _roll_back(self, fd: int, exc: BaseException) -> None:
+        """Truncate to the last good line; an ``OSError`` becomes ``WriteFailed``."""
+        os.ftruncate(fd, self._end)
+        if isinstance(exc, OSError) and not isinstance(exc, WriteFailed):
+            raise WriteFailed(f"appending to {self.path}", exc) from exc
 
     def _index(self, offset: int, length: int, op_id: str | None) -> None:
         with self._index_lock:

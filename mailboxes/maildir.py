@@ -22,8 +22,8 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from mailboxes.errors import BadMessage, UnknownRecipient
-from mailboxes.fsutil import fsync_dir, write_all
+from mailboxes.errors import BadMessage, UnknownRecipient, WriteFailed
+from mailboxes.fsutil import Fsync, fsync_dir, write_all
 from mailboxes.messages import (
     BROADCAST,
     Envelope,
@@ -77,12 +77,14 @@ class Maildir:
         *,
         max_message_bytes: int = 1_048_576,
         on_step: Step | None = None,
+        fsync: Fsync = os.fsync,
     ) -> None:
         self.root = Path(root)
         self._clock: Clock = clock or _SystemClock()
         self._ids: IdSource = ids or _UuidIds()
         self.max_message_bytes = max_message_bytes
         self._on_step = on_step
+        self._fsync = fsync
         self._lock = threading.Lock()
         self._seq = 0
         self._last_ns = 0
@@ -100,10 +102,10 @@ class Maildir:
             return
         self.root.mkdir(parents=True, exist_ok=True)
         box.mkdir(exist_ok=True)
-        fsync_dir(self.root)
+        fsync_dir(self.root, self._fsync)
         for sub in _SUBDIRS:
             (box / sub).mkdir(exist_ok=True)
-        fsync_dir(box)
+        fsync_dir(box, self._fsync)
 
     def agents(self) -> list[str]:
         """Known agents (those with an inbox), sorted."""
@@ -200,7 +202,9 @@ class Maildir:
                 try:
                     write_all(fd, data)
                     self._step("tmp_written")
-                    os.fsync(fd)
+                    self._fsync(fd)
+                except OSError as exc:  # disk full, size limit: the finally below cleans up
+                    raise WriteFailed(f"delivering to {envelope.to!r}", exc) from exc
                 finally:
                     os.close(fd)
                 self._step("tmp_synced")
@@ -215,7 +219,7 @@ class Maildir:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp)
         for new_dir in new_dirs:
-            fsync_dir(Path(new_dir))
+            fsync_dir(Path(new_dir), self._fsync)
             self._step("dir_synced")
         return [envelope for envelope, _, _ in payloads]
 
@@ -314,8 +318,8 @@ class Maildir:
             except FileNotFoundError:
                 continue
         if moved:
-            fsync_dir(box / dst)
-            fsync_dir(box / src)
+            fsync_dir(box / dst, self._fsync)
+            fsync_dir(box / src, self._fsync)
 
     # -- housekeeping --------------------------------------------------------------------------
 
@@ -342,7 +346,7 @@ class Maildir:
         for name in doomed:
             _remove(cur / name)
         if doomed:
-            fsync_dir(cur)
+            fsync_dir(cur, self._fsync)
         return len(doomed)
 
     def recover(self, *, older_than_s: float = 60.0) -> int:
