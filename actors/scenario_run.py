@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -185,6 +186,16 @@ def _environ(values: Mapping[str, str]) -> Iterator[None]:
                 os.environ[key] = value
 
 
+def _settle(rt: Any, deadline: float) -> bool:
+    """Wait until the team is idle twice in a row: ``is_idle`` reads the inboxes before the
+    jobs, so a job that ends and notifies between the two reads can look idle once."""
+    while True:
+        if not rt.wait_idle(max(0.0, deadline - time.monotonic())):
+            return False
+        if rt.is_idle():
+            return True
+
+
 def _drive(
     scenario: Scenario, root: Path, model: Any, events: _Events, timeout_s: float
 ) -> tuple[bool, float]:
@@ -204,7 +215,7 @@ def _drive(
                 rt.team.journal, deliver, clock=_OffsetClock(offset), ids=_Ids()
             )
         rt.submit(scenario.prompt)
-        idle = rt.wait_idle(timeout_s)
+        idle = _settle(rt, time.monotonic() + timeout_s)
     finally:
         rt.stop()
     return idle, time.monotonic() - started
@@ -218,16 +229,23 @@ def execute(scenario: Scenario, root: Path, *, via_api: bool, timeout_s: float) 
     scripted = ScriptedModel(scenario.script)
     events = _Events()
     script_errors: list[str] = []
+    # ``python`` in a scenario (its commands, its agents' shells) is this interpreter.
+    path = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     if via_api:
         from harness.fakeapi import FakeMessagesServer
 
         with FakeMessagesServer(scripted) as server:
-            env = {"ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": "fake-api-key"}
+            env = {
+                "ANTHROPIC_BASE_URL": server.base_url,
+                "ANTHROPIC_API_KEY": "fake-api-key",
+                "PATH": path,
+            }
             with _environ(env):
                 idle, seconds = _drive(scenario, root, None, events, timeout_s)
             script_errors = list(server.script_errors)
     else:
-        idle, seconds = _drive(scenario, root, scripted, events, timeout_s)
+        with _environ({"PATH": path}):
+            idle, seconds = _drive(scenario, root, scripted, events, timeout_s)
     return RunOutcome(
         root=root,
         idle=idle,
