@@ -75,6 +75,7 @@ def _file(facts: Facts, want: FileExpect) -> Check:
     if text is None:
         return Check(name, False, "missing")
     wrong = [f"lacks {s!r}" for s in want.contains if s not in text]
+    wrong += [f"still contains {s!r}" for s in want.lacks if s in text]
     if want.matches is not None and re.search(want.matches, text) is None:
         wrong.append(f"does not match /{want.matches}/")
     if want.equals is not None and text != want.equals:

@@ -137,6 +137,8 @@ class FileExpect(_Strict):
     """Read ``git show BRANCH:PATH`` instead of the working tree."""
     contains: tuple[str, ...] = ()
     """Substrings the content must contain (a single string is accepted)."""
+    lacks: tuple[str, ...] = ()
+    """Substrings the content must not contain (a single string is accepted)."""
     matches: str | None = None
     """A regular expression searched in the content."""
     equals: str | None = None
@@ -146,7 +148,7 @@ class FileExpect(_Strict):
 
     _regex = field_validator("matches")(_check_regex)
 
-    @field_validator("contains", mode="before")
+    @field_validator("contains", "lacks", mode="before")
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
         return (value,) if isinstance(value, str) else value

@@ -263,12 +263,16 @@ def run_scenario(
     keep: bool = False,
     timeout_s: float | None = None,
     workdir: Path | None = None,
+    available: frozenset[Capability] | None = None,
 ) -> ScenarioResult:
-    """Run ``scenario`` in a fresh temporary repository and check every expectation. The
-    repository is removed afterwards unless ``keep``."""
+    """Run ``scenario`` in a fresh temporary repository (under ``workdir``, default the system
+    temporary folder) and check every expectation. The repository is removed afterwards unless
+    ``keep``. A scenario that ``requires`` a capability missing from ``available`` (default:
+    ``capabilities()``) is skipped."""
     from actors.scenario_check import check_all
 
-    missing = sorted(set(scenario.requires) - capabilities())
+    have = capabilities() if available is None else available
+    missing = sorted(set(scenario.requires) - have)
     if missing:
         return ScenarioResult(
             scenario.name,

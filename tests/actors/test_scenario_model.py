@@ -94,5 +94,5 @@ def test_find_by_name_or_path_and_unknown_names(tmp_path: Path) -> None:
 
 def test_every_bundled_scenario_parses() -> None:
     names = {s.name for s in list_scenarios()}
-    assert {"idle-claimers", "plan-approval", "cron-and-jobs"} <= names
+    assert {"idle-claimers", "plan-approval", "cron-and-jobs", "parallel-refactor"} <= names
     assert all((scenarios_dir() / n / "repo").is_dir() for n in names)

@@ -94,3 +94,13 @@ def test_scenario_list_shows_every_scenario() -> None:
     listed = {row["name"]: row for row in json.loads(out.output)}
     assert set(listed) == {s.name for s in SCENARIOS}
     assert listed["idle-claimers"]["runnable"]
+
+
+def test_a_scenario_needing_a_missing_capability_is_skipped_with_the_reason(
+    tmp_path: Path,
+) -> None:
+    scenario = next(s for s in SCENARIOS if s.name == "parallel-refactor")
+    result = run_scenario(scenario, workdir=tmp_path, available=frozenset())
+    assert not result.ok and result.checks == ()
+    assert result.skipped == "needs runtime support for worktrees, which is not built yet"
+    assert list(tmp_path.iterdir()) == []
