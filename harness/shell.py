@@ -344,7 +344,9 @@ class _Analyser:
         while i < len(argv) and argv[i].text.startswith("-"):
             t = argv[i].text
             opt = t.split("=", 1)[0]
-            if opt in ("-C", "--git-dir", "--work-tree", "-c", "--exec-path", "--namespace"):
+            if opt in (
+                "-C", "--git-dir", "--work-tree", "-c", "--exec-path", "--namespace", "--config-env"
+            ):  # fmt: skip
                 value = (
                     t.split("=", 1)[1]
                     if "=" in t

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from harness.paths import PathDenied, inside, real_root, resolve
 from harness.rules import SHELL_TOOL, CommandPattern, Family, Match
 from harness.shell import ShellAnalysis, SimpleCommand, Word, analyse
+from harness.shell_control import touches_control_files
 from harness.tools.base import ToolContext
 
 if TYPE_CHECKING:
@@ -214,6 +215,10 @@ def _command_verdict(
     read_only, next_cwd, arg_verdict = _read_only_check(perms, cmd, root, cwd, ctx)
     if arg_verdict.decision == "deny":
         return arg_verdict, False, next_cwd
+    if not read_only:
+        control = touches_control_files(perms.home, cmd, root, cwd or ctx.cwd)
+        if control is not None:
+            return Verdict("deny", control, "path"), False, next_cwd
     if maybe is not None:
         why = (
             f"`{cmd.display()}` has parts only known at run time and might match deny rule {maybe}"
