@@ -12,7 +12,7 @@ import yaml
 from click.testing import CliRunner
 
 from actors.cli import cli
-from actors.scenario_model import list_scenarios, scenarios_dir
+from actors.scenario_model import Scenario, list_scenarios, scenarios_dir
 from actors.scenario_run import capabilities, run_scenario
 
 SCENARIOS = list_scenarios()
@@ -20,11 +20,19 @@ RUNNABLE = [s for s in SCENARIOS if set(s.requires) <= capabilities()]
 
 
 @pytest.mark.parametrize("scenario", RUNNABLE, ids=[s.name for s in RUNNABLE])
-def test_scenario_passes_in_process(scenario: object, tmp_path: Path) -> None:
-    from actors.scenario_model import Scenario
-
-    assert isinstance(scenario, Scenario)
+def test_scenario_passes_in_process(scenario: Scenario, tmp_path: Path) -> None:
     result = run_scenario(scenario, workdir=tmp_path)
+    assert result.ok, [f"{c.name}: {c.detail}" for c in result.failures]
+    assert len(result.checks) > 5
+    assert list(tmp_path.iterdir()) == []  # the repository was removed
+
+
+VIA_API = [s for s in RUNNABLE if s.name != "idle-claimers"]  # that one: through the CLI below
+
+
+@pytest.mark.parametrize("scenario", VIA_API, ids=[s.name for s in VIA_API])
+def test_scenario_passes_through_the_fake_api(scenario: Scenario, tmp_path: Path) -> None:
+    result = run_scenario(scenario, via_api=True, workdir=tmp_path)
     assert result.ok, [f"{c.name}: {c.detail}" for c in result.failures]
     assert len(result.checks) > 5
     assert list(tmp_path.iterdir()) == []  # the repository was removed
