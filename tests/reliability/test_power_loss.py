@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import os
 import random
+import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from actors.board import Board
 from actors.projections import Projections
@@ -25,6 +28,7 @@ from mailboxes.journal import FileJournal
 from mailboxes.maildir import Maildir, MessageDraft
 from tests.support.oracle import Ledger, assert_nothing_lost, journal_events
 from tests.support.powerloss import PowerLoss
+from tests.support.profiles import CI, DEEP
 
 AGENTS = ("lead", "ann", "bob", "cat")
 
@@ -179,6 +183,44 @@ def test_every_fsync_of_longer_runs_deep(tmp_path: Path, torn: bool, seed: int) 
     run_workload(rig, steps, seed)
     for cut in rig.cuts:
         check_cut(cut, rig.ledger)
+
+
+def cut_once(tmp_path: Path, seed: int, steps: int, where: float, torn: bool) -> None:
+    """Run a random workload, cut power at the fsync at fraction ``where`` of the run, check."""
+    with tempfile.TemporaryDirectory(dir=tmp_path) as scratch:
+        total = fsync_count(Path(scratch), steps, seed)
+        n = max(1, round(where * total))
+        rig = Rig(make_root(Path(scratch)), Path(scratch) / "cuts", {n}, torn)
+        run_workload(rig, steps, seed)
+        (cut,) = rig.cuts
+        check_cut(cut, rig.ledger)
+
+
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    steps=st.integers(1, 25),
+    where=st.floats(0, 1),
+    torn=st.booleans(),
+)
+@settings(CI)
+def test_any_workload_cut_anywhere_loses_nothing(
+    tmp_path: Path, seed: int, steps: int, where: float, torn: bool
+) -> None:
+    cut_once(tmp_path, seed, steps, where, torn)
+
+
+@pytest.mark.deep
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    steps=st.integers(1, 80),
+    where=st.floats(0, 1),
+    torn=st.booleans(),
+)
+@settings(DEEP)
+def test_any_workload_cut_anywhere_loses_nothing_deep(
+    tmp_path: Path, seed: int, steps: int, where: float, torn: bool
+) -> None:
+    cut_once(tmp_path, seed, steps, where, torn)
 
 
 def test_threads_racing_through_cuts_lose_nothing_acknowledged(tmp_path: Path) -> None:
