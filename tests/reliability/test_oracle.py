@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -16,7 +17,21 @@ from mailboxes import events as ev
 from mailboxes.journal import FileJournal
 from mailboxes.liveness import FlockLiveness
 from mailboxes.maildir import Maildir, MessageDraft
-from tests.support.oracle import Ledger, assert_nothing_lost, check_repository
+from tests.support.oracle import Ledger, assert_nothing_lost, check_repository, child_pids
+
+Oracle = functools.partial[list[str]]
+
+
+@pytest.fixture
+def earlier() -> list[int]:
+    """Child processes that earlier tests left behind: not this test's business."""
+    return child_pids()
+
+
+@pytest.fixture
+def oracle(earlier: list[int]) -> Oracle:
+    """``check_repository`` blind to ``earlier`` children."""
+    return functools.partial(check_repository, ignore_pids=earlier)
 
 
 def sound_repo(root: Path) -> Ledger:
@@ -57,57 +72,61 @@ def claimed(tid: str, owner: str, epoch: int) -> ev.EventDraft:
     return ev.draft("task.claimed", owner, ev.TaskClaimed(task_id=tid, owner=owner, epoch=epoch))
 
 
-def test_a_sound_repository_has_no_violations(tmp_path: Path) -> None:
+def test_a_sound_repository_has_no_violations(
+    tmp_path: Path, oracle: Oracle, earlier: list[int]
+) -> None:
     ledger = sound_repo(tmp_path)
-    assert check_repository(tmp_path, **ledger.frozen()) == []
-    assert_nothing_lost(tmp_path, **ledger.frozen())
+    assert oracle(tmp_path, **ledger.frozen()) == []
+    assert_nothing_lost(tmp_path, **ledger.frozen(), ignore_pids=earlier)
 
 
-def test_acknowledged_but_missing_and_stored_but_never_attempted(tmp_path: Path) -> None:
+def test_acknowledged_but_missing_and_stored_but_never_attempted(
+    tmp_path: Path, oracle: Oracle, earlier: list[int]
+) -> None:
     ledger = sound_repo(tmp_path)
-    found = check_repository(
-        tmp_path, attempted={"create-0", "create-1"}, acked={"create-0", "ghost"}
-    )
+    found = oracle(tmp_path, attempted={"create-0", "create-1"}, acked={"create-0", "ghost"})
     assert any("acknowledged op(s) missing" in v and "ghost" in v for v in found)
     assert any("never attempted" in v and "create-2" in v for v in found)
     with pytest.raises(AssertionError, match="ghost"):
-        assert_nothing_lost(tmp_path, acked={"ghost"})
-    assert check_repository(tmp_path, acked=ledger.acked) == []
+        assert_nothing_lost(tmp_path, acked={"ghost"}, ignore_pids=earlier)
+    assert oracle(tmp_path, acked=ledger.acked) == []
 
 
 @pytest.mark.parametrize("where", ["middle", "tail"])
-def test_damaged_journal_lines_are_reported(tmp_path: Path, where: str) -> None:
+def test_damaged_journal_lines_are_reported(tmp_path: Path, oracle: Oracle, where: str) -> None:
     sound_repo(tmp_path)
     journal = tmp_path / ".team" / "journal.jsonl"
     lines = journal.read_bytes().splitlines(keepends=True)
     if where == "middle":
         lines[2] = lines[2].replace(b"task 2", b"task X")
         journal.write_bytes(b"".join(lines))
-        found = check_repository(tmp_path, projections=False)
+        found = oracle(tmp_path, projections=False)
         assert found == [
             "journal: corrupt line at line 3: CRC mismatch (bytes changed after writing)"
         ]
-        assert check_repository(tmp_path, allow_torn_tail=True, projections=False) == found
+        assert oracle(tmp_path, allow_torn_tail=True, projections=False) == found
     else:
         journal.write_bytes(b"".join(lines)[:-7])
-        found = check_repository(tmp_path, projections=False)
+        found = oracle(tmp_path, projections=False)
         assert len(found) == 1 and found[0].startswith(f"journal: torn tail at line {len(lines)}")
-        assert check_repository(tmp_path, allow_torn_tail=True, projections=False) == []
+        assert oracle(tmp_path, allow_torn_tail=True, projections=False) == []
         FileJournal(tmp_path / ".team")  # the repair appends journal.tail_repaired: sound again
-        assert check_repository(tmp_path, projections=False) == []
+        assert oracle(tmp_path, projections=False) == []
 
 
-def test_projection_drift_is_replay_verify_failing(tmp_path: Path) -> None:
+def test_projection_drift_is_replay_verify_failing(tmp_path: Path, oracle: Oracle) -> None:
     sound_repo(tmp_path)
     task_file = tmp_path / ".tasks" / "task_2.json"
     task_file.write_text(task_file.read_text().replace('"pending"', '"completed"'))
     (tmp_path / ".tasks" / "task_9.json").write_text("{}")
-    found = check_repository(tmp_path)
+    found = oracle(tmp_path)
     assert any(v.startswith("replay --verify:") and "task_2.json: differs" in v for v in found)
     assert any("task_9.json: extra" in v for v in found)
 
 
-def test_a_double_claim_and_an_unfenced_completion_are_caught(tmp_path: Path) -> None:
+def test_a_double_claim_and_an_unfenced_completion_are_caught(
+    tmp_path: Path, oracle: Oracle
+) -> None:
     completed = ev.draft(
         "task.completed", "bob", ev.TaskCompleted(task_id="task_2", owner="bob", epoch=1)
     )
@@ -120,23 +139,25 @@ def test_a_double_claim_and_an_unfenced_completion_are_caught(tmp_path: Path) ->
         claimed("task_2", "ann", 1),  # ann now holds two tasks
         completed,  # bob never held task_2
     )
-    found = check_repository(tmp_path, projections=False)
+    found = oracle(tmp_path, projections=False)
     assert any("seq 4 task.claimed task_1: double claim" in v for v in found)
     assert any("seq 4 task.claimed task_1: epoch 1 after 1" in v for v in found)
     assert any("seq 5 task.claimed task_2: ann already holds task_1" in v for v in found)
     assert any("seq 6 task.completed task_2: unfenced (bob@1" in v for v in found)
 
 
-def test_claims_of_dead_owners_are_reported_when_they_must_be_reaped(tmp_path: Path) -> None:
+def test_claims_of_dead_owners_are_reported_when_they_must_be_reaped(
+    tmp_path: Path, oracle: Oracle
+) -> None:
     raw_journal(tmp_path, created("task_1"), claimed("task_1", "w1", 1))
-    assert check_repository(tmp_path, projections=False) == []
-    found = check_repository(tmp_path, projections=False, require_live_owners=True)
+    assert oracle(tmp_path, projections=False) == []
+    found = oracle(tmp_path, projections=False, require_live_owners=True)
     assert found == ["owners: task_1 is held by w1, whose lease is free (not reaped)"]
     with FlockLiveness(tmp_path / ".team" / "members").hold("w1"):
-        assert check_repository(tmp_path, projections=False, require_live_owners=True) == []
+        assert oracle(tmp_path, projections=False, require_live_owners=True) == []
 
 
-def test_message_conservation(tmp_path: Path) -> None:
+def test_message_conservation(tmp_path: Path, oracle: Oracle) -> None:
     ledger = sound_repo(tmp_path)
     boxes = tmp_path / ".team" / "mailboxes"
     acked = os.listdir(boxes / "ann" / "cur")[0]
@@ -147,25 +168,25 @@ def test_message_conservation(tmp_path: Path) -> None:
     for name in os.listdir(boxes / "lead" / "new"):
         if name.endswith(lost):
             os.unlink(boxes / "lead" / "new" / name)
-    found = check_repository(tmp_path, **ledger.frozen())
+    found = oracle(tmp_path, **ledger.frozen())
     assert any("is in 2 places: ['ann/cur', 'ann/new']" in v for v in found)
     assert any("never sent" in v and "feedface" in v for v in found)
     assert any("delivered message(s) missing" in v and lost in v for v in found)
 
 
-def test_leftover_processes_are_reported(tmp_path: Path) -> None:
+def test_leftover_processes_are_reported(tmp_path: Path, oracle: Oracle) -> None:
     sound_repo(tmp_path)
     code = "import sys; sys.stdin.read()"
     child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, cwd=tmp_path)
     try:
-        found = check_repository(tmp_path)
+        found = oracle(tmp_path)
         assert any(f"child {child.pid}" in v for v in found)
         assert any(
             v.startswith(f"processes: {child.pid} (") and "still runs in" in v for v in found
         )
-        assert any(f"child {child.pid}" in v for v in check_repository(tmp_path, pids=[child.pid]))
+        assert any(f"child {child.pid}" in v for v in oracle(tmp_path, pids=[child.pid]))
     finally:
         child.kill()
         child.wait(timeout=30)
-    assert check_repository(tmp_path) == []
-    assert check_repository(tmp_path, pids=[child.pid]) == []
+    assert oracle(tmp_path) == []
+    assert oracle(tmp_path, pids=[child.pid]) == []

@@ -15,7 +15,8 @@ not only the first, as one line each:
 - every message id found in an inbox is in exactly one place (one inbox, ``new`` or ``cur``),
   every delivered (acknowledged) id is found, every id found was sent (attempted);
 - no child process is left running: the ``pids`` given, or else every child of this process
-  (multiprocessing's helpers excepted), and any process whose working folder is inside ``root``.
+  (multiprocessing's helpers and ``ignore_pids`` excepted), and any process whose working
+  folder is inside ``root``.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from mailboxes.events import Event
 from mailboxes.journal_frame import BadLine, decode_event, iter_lines
 from mailboxes.liveness import FlockLiveness
 
-__all__ = ["Ledger", "assert_nothing_lost", "check_repository", "journal_events"]
+__all__ = ["Ledger", "assert_nothing_lost", "check_repository", "child_pids", "journal_events"]
 
 _MP_HELPERS = ("resource_tracker", "forkserver", "semaphore_tracker")
 
@@ -117,6 +118,7 @@ def check_repository(
     sent: Iterable[str] | None = None,
     delivered: Iterable[str] = (),
     pids: Iterable[int] | None = None,
+    ignore_pids: Iterable[int] = (),
     projections: bool = True,
     require_live_owners: bool = False,
     allow_torn_tail: bool = False,
@@ -144,7 +146,7 @@ def check_repository(
             violations += _check_owners_live(state, team / "members")
     violations += _check_messages(team / "mailboxes", sent, delivered)
     if check_processes:
-        violations += _check_processes(Path(root), pids)
+        violations += _check_processes(Path(root), pids, set(ignore_pids))
     return violations
 
 
@@ -276,10 +278,10 @@ def _check_messages(boxes: Path, sent: Iterable[str] | None, delivered: Iterable
     return out
 
 
-def _check_processes(root: Path, pids: Iterable[int] | None) -> list[str]:
+def _check_processes(root: Path, pids: Iterable[int] | None, ignore: set[int]) -> list[str]:
     out: list[str] = []
     me = os.getpid()
-    candidates = list(pids) if pids is not None else _children(me)
+    candidates = list(pids) if pids is not None else [p for p in child_pids() if p not in ignore]
     for pid in candidates:
         if _running(pid):
             out.append(f"processes: child {pid} ({_cmdline(pid)}) is still running")
@@ -296,7 +298,10 @@ def _check_processes(root: Path, pids: Iterable[int] | None) -> list[str]:
     return out
 
 
-def _children(parent: int) -> list[int]:
+def child_pids() -> list[int]:
+    """Children of this process now, multiprocessing's helper processes excepted (take it at
+    the start of a test and pass it as ``ignore_pids`` to ignore what earlier tests left)."""
+    parent = os.getpid()
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
