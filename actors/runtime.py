@@ -289,6 +289,7 @@ class TeamRuntime(Services):
             self._watcher.stop()
         with self._lock:
             names = [n for n, h in self._hosted.items() if not h.stopped]
+        self._deny_waiting_permissions()
         for name in names:  # interrupt all first so that they wind down in parallel
             hosted = self._hosted[name]
             if hosted.agent is not None:
@@ -371,7 +372,7 @@ class TeamRuntime(Services):
             if self._supervising or any(h.busy or h.starting for h in live):
                 return False
             names = [h.plan.name for h in live]
-            roles = [h.plan.role for h in live if h.plan.kind == "teammate"]
+            roles = [h.plan.role for h in live if h.plan.kind == "teammate" and h.ref is not None]
         for name in names:
             if self.mailbox.counts(name)[0]:
                 return False

@@ -21,7 +21,7 @@ import pykka
 
 from actors.errors import TeamError
 from actors.lead import Lead, team_state_text
-from actors.messages import AgentFailed, BoardChanged, Wake
+from actors.messages import AgentFailed, BoardChanged, UserInput, Wake
 from actors.runtime_members import MemberPlan, build_agent, client_for, policy_for
 from actors.teammate import Teammate
 from mailboxes.events import (
@@ -60,6 +60,7 @@ class Hosted:
     busy: bool = False
     starting: bool = True
     stopped: bool = False
+    last_error: str = ""
     last_activity: float = field(default_factory=time.time)
 
 
@@ -88,6 +89,7 @@ class Hosting:
         self._supervising: set[str] = set()
         self._emit_lock = threading.Lock()
         self._stopping = False
+        self._permission_waits: set[str] = set()
 
     # -- AgentHost -----------------------------------------------------------------------------
 
@@ -280,7 +282,29 @@ class Hosting:
         def on_wait(waiting: bool) -> None:
             self.set_status(name, "waiting_permission" if waiting else "working")
 
-        return PermissionRouter(self, self.decisions.wait, on_wait=on_wait)  # type: ignore[arg-type]
+        return PermissionRouter(self, self._wait_decision, on_wait=on_wait)  # type: ignore[arg-type]
+
+    def _wait_decision(self, request_id: str, timeout_s: float) -> Any:
+        """The journal's answer, or a denial when the runtime stops meanwhile."""
+        from actors.board_protocols import PermissionAnswer
+
+        with self._lock:
+            if self._stopping:
+                return PermissionAnswer(request_id, "deny", RUNTIME, "the team is stopping")
+            self._permission_waits.add(request_id)
+        try:
+            return self.decisions.wait(request_id, timeout_s)
+        finally:
+            with self._lock:
+                self._permission_waits.discard(request_id)
+
+    def _deny_waiting_permissions(self) -> None:
+        from actors.board_protocols import PermissionAnswer
+
+        with self._lock:
+            waiting = list(self._permission_waits)
+        for rid in waiting:
+            self.decisions.notify(PermissionAnswer(rid, "deny", RUNTIME, "the team is stopping"))
 
     def _state_text(self) -> str:
         return team_state_text(self.board.state, lead=self.lead_name)
@@ -342,6 +366,7 @@ class Hosting:
             hosted.busy = False
         self._halt(hosted, 10.0)
         short = error if len(error) <= 500 else error[:500] + "..."
+        hosted.last_error = short
         held = self.board.refresh().holding(name)
         self._release_claim(name, "crashed")
         self._journal(MemberStatusChanged(name=name, status="crashed", reason=short), actor=name)
@@ -363,6 +388,12 @@ class Hosting:
                 return
             hosted.starting = True
         self._start_actor(hosted, resume=True)
+        note = f"You were restarted after a failure ({hosted.last_error})."
+        if hosted.plan.kind == "teammate":
+            note += " Any task you held was released to the board; you may claim work again."
+        ref = hosted.ref
+        if ref is not None:
+            ref.tell(UserInput(text=note))
         self.emit({"type": "status", "agent": name, "status": "restarted"})
 
     def supervising(self, name: str, busy: bool) -> None:

@@ -7,7 +7,7 @@ States (each change journaled as ``member.status_changed``): ``starting → work
 When it gets a task (claimed by itself, or assigned: the board shows it as the holder), its next
 input states the task id, subject, description, the outcomes of its dependencies and its working
 directory. A turn that ends runs the ``TeammateIdle`` hook (exit 2 = keep working with the hook's
-feedback, once), then sends an ``idle_notification`` to the lead carrying the final text and task
+feedback, at most ``MAX_IDLE_HOOK_ROUNDS`` times in a row), then sends an ``idle_notification`` to the lead carrying the final text and task
 id. While IDLE it wakes on its inbox and on the board changing, and claims the lowest-id ready task
 its role may take (``Board.claim_next``, atomic across processes).
 
@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 __all__ = ["Teammate", "task_brief"]
+
+MAX_IDLE_HOOK_ROUNDS = 3
+"""A TeammateIdle hook may send the teammate back to work this many times in a row."""
 
 IdleClock = Callable[[float, Callable[[], None]], Callable[[], None]]
 """``arm(seconds, callback) -> cancel``: the idle-timeout timer (injected for tests)."""
@@ -97,9 +100,10 @@ class Teammate(AgentActor):
         self.task_id: str | None = None
         self.epoch: int | None = None
         self.status = "starting"
-        self._hook_feedback_given = False
+        self._hook_rounds = 0
         self._cancel_idle: Callable[[], None] | None = None
         self._stopping = False
+        self._sync_mode(None)  # no task yet: read and message only
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -182,12 +186,12 @@ class Teammate(AgentActor):
     def on_turn_end(self, result: StepResult) -> str | None:
         if self._stopping:
             return None
-        if result.transition == "completed" and not self._hook_feedback_given:
+        if result.transition == "completed" and self._hook_rounds < MAX_IDLE_HOOK_ROUNDS:
             feedback = self._idle_hook(result.text)
             if feedback:
-                self._hook_feedback_given = True
+                self._hook_rounds += 1
                 return feedback
-        self._hook_feedback_given = False
+        self._hook_rounds = 0
         task_id = self.task_id
         held = self._held()
         status = held.status if held is not None else None
