@@ -4,6 +4,7 @@ then ``teamctl resume`` completes with nothing lost (DESIGN §13)."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 from pathlib import Path
@@ -55,6 +56,16 @@ def test_sigkill_mid_run_then_resume_loses_nothing(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=30)
     assert proc.returncode == -signal.SIGKILL
+    from actors.factory import open_team
+
+    with open_team(root) as team:  # what the crash left: live claims and unread mail
+        state = team.board.state
+        claims = {
+            t.id: (t.owner, t.epoch)
+            for t in state.tasks.values()
+            if t.owner and t.status == "in_progress"
+        }
+        unread = {a: [e.id for e in team.mailbox.pending(a)] for a in team.mailbox.agents()}
     resumed = teamctl(root, "resume", "--headless", "--timeout", "120", script=script)
     out, err = resumed.communicate(timeout=180)
     assert resumed.returncode == 0, err
@@ -62,10 +73,18 @@ def test_sigkill_mid_run_then_resume_loses_nothing(tmp_path: Path) -> None:
     oracle(root)
     done = subprocess.run(["git", "status"], cwd=root, capture_output=True, text=True, check=True)
     assert done.returncode == 0
-    from actors.factory import open_team
-
     with open_team(root) as team:
         state = team.state()
+        completed = {
+            e.data["task_id"]: (e.data["owner"], e.data["epoch"])
+            for e in team.journal.read_from(1)
+            if e.type == "task.completed"
+        }
+        for tid, claim in claims.items():  # each claim survived: same owner, same epoch
+            assert completed[tid] == claim
+        for agent, ids in unread.items():  # each unread message was read after the resume
+            cur = {n.rsplit(".", 1)[-1] for n in os.listdir(root / f".team/mailboxes/{agent}/cur")}
+            assert set(ids) <= cur
         assert [t.status for t in state.tasks.values()] == ["completed"] * 6
         assert len(state.tasks) == 6  # nothing created twice
         assert {m for m in state.members} == {"lead", "w1", "w2", "w3"}
