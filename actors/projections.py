@@ -153,12 +153,21 @@ class Projections:
         Under the lock: if the mark is behind ``state.seq``, write what changed after the mark
         and move the mark to ``state.seq``. A writer with a later state writes its own changes
         afterwards; the mark only grows, so a file never goes back to an older version.
+
+        A write that fails (disk full, something in the way) is logged, not raised: the command
+        is already committed in the journal, and reporting it as failed would invite a retry
+        that does it twice. The mark stays put, so the next sync or ``repair_all`` redoes it.
         """
-        with self.locked() as fd:
-            mark = _read_mark(fd)
-            if mark < state.seq:
-                self.write(state, since=mark + 1)
-                _write_mark(fd, state.seq)
+        try:
+            with self.locked() as fd:
+                mark = _read_mark(fd)
+                if mark < state.seq:
+                    self.write(state, since=mark + 1)
+                    _write_mark(fd, state.seq)
+        except OSError as exc:
+            log.warning(
+                "projections not updated to seq %d (fixed at the next sync): %s", state.seq, exc
+            )
 
     def repair_all(self, catch_up: Callable[[], TeamState]) -> list[str]:
         """Under the projection lock: catch up, repair every drifted file, move the mark."""

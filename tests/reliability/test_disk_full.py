@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from actors.board import Board
+from actors.projections import Projections
 from mailboxes import events as ev
 from mailboxes.journal import FileJournal
 from mailboxes.journal_frame import check_journal
@@ -37,6 +41,8 @@ from pathlib import Path
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 limit = int(sys.argv[2])
 resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+from actors.board import Board
+from actors.projections import Projections
 from mailboxes import events as ev
 from mailboxes.errors import WriteFailed
 from mailboxes.journal import FileJournal
@@ -224,3 +230,28 @@ def test_a_failed_fsync_delivers_nothing(tmp_path: Path) -> None:
     assert os.listdir(tmp_path / "ann" / "tmp") == [] and box.pending("ann") == []
     sent = box.deliver("lead", MessageDraft.text("ann", "again"))
     assert [m.id for m in box.pending("ann")] == [sent[0].id]
+
+
+def test_a_projection_that_cannot_be_written_does_not_fail_a_committed_command(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The journal is the commit: once the append is acknowledged, a projection write that
+    fails (disk full, a folder in the way) must not turn the command into an error — a caller
+    told "failed" would retry, and without an ``op_id`` do it twice. It is repaired later."""
+    (tmp_path / ".team").mkdir()
+    board = Board(FileJournal(tmp_path / ".team"), projections=Projections(tmp_path))
+    board.create("one")
+    blocker = tmp_path / ".tasks" / "task_2.json"
+    blocker.mkdir()
+    (blocker / "in-the-way").write_text("x")  # the rename onto task_2.json fails
+    with caplog.at_level(logging.WARNING, logger="actors.projections"):
+        created_task = board.create("two")
+    assert created_task.id == "task_2"
+    assert [e.data["subject"] for e in FileJournal(tmp_path / ".team").read_from(1)] == [
+        "one",
+        "two",
+    ]
+    assert any("task_2.json" in r.getMessage() for r in caplog.records)
+    shutil.rmtree(blocker)  # space returns: the next open repairs the view
+    Board(FileJournal(tmp_path / ".team"), projections=Projections(tmp_path))
+    assert_nothing_lost(tmp_path, pids=())
