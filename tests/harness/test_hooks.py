@@ -98,8 +98,9 @@ def test_missing_cwd_is_a_reported_error(tmp_path: Path) -> None:
 
 def test_a_hanging_hook_is_killed_with_its_children(tmp_path: Path) -> None:
     pidfile = tmp_path / "child.pid"
-    cmd = f"sleep 300 & echo $! > {pidfile}; wait"
-    outcome = runner("PreToolUse", cmd, timeout=0.5).run("PreToolUse", payload(tmp_path))
+    cmd = f"sleep 300 & echo $! > {pidfile}.tmp && mv {pidfile}.tmp {pidfile}; wait"
+    # The timeout leaves room for bash to start and write the pid on a loaded machine.
+    outcome = runner("PreToolUse", cmd, timeout=2.0).run("PreToolUse", payload(tmp_path))
     assert not outcome.blocked
     assert "timed out" in outcome.errors[0]
     child = int(pidfile.read_text())
