@@ -287,8 +287,9 @@ class TeamRuntime(Services):
             self._stopping = True
         if self._watcher is not None:
             self._watcher.stop()
-        with self._lock:
+        with self._lock:  # teammates first: their last idle notifications reach the lead
             names = [n for n, h in self._hosted.items() if not h.stopped]
+            names.sort(key=lambda n: n == self.lead_name)
         self._deny_waiting_permissions()
         for name in names:  # interrupt all first so that they wind down in parallel
             hosted = self._hosted[name]
@@ -326,9 +327,10 @@ class TeamRuntime(Services):
                 agent = self.mailbox.agent_for_path(path)
                 if agent is not None:
                     self.wake(agent)
-        if tick:
+        if tick:  # the safety net: wake only who has unread mail (a listdir each, no parsing)
             for name in list(self._hosted):
-                self.wake(name, "tick")
+                if os.listdir(self.mailbox.inbox(name) / "new"):
+                    self.wake(name, "tick")
         if journal:
             self._on_journal()
         self._notify()

@@ -145,6 +145,8 @@ class Hosting:
 
     def failed(self, name: str, error: str, generation: int) -> None:
         with self._lock:
+            if self._stopping:
+                return  # winding down: an interrupted turn is not a crash
             self._supervising.add(name)
         if self.supervisor is None:
             self.record_crash(name, error, generation)
@@ -163,7 +165,7 @@ class Hosting:
     ) -> list[Envelope]:
         from mailboxes.messages import BROADCAST, MessageDraft
 
-        if to != BROADCAST:
+        if to not in (BROADCAST, self.lead_name):
             member = self.board.state.members.get(to)
             if member is not None and member.status == "stopped" and member.kind == "agent":
                 raise TeamError(f"{to} has stopped; messages to it would never be read")

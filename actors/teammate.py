@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from actors.agent_actor import AgentActor, AgentHost
+from actors.errors import TeamError
 from actors.protocols import answer_shutdown
 from mailboxes.errors import MailboxesError
 
@@ -198,17 +199,16 @@ class Teammate(AgentActor):
         if task_id is not None and held is None:
             done = self.host.board.state.tasks.get(task_id)
             status = done.status if done is not None else None
-        self.host.send(
-            self.name,
-            self.lead,
-            "idle_notification",
-            {
-                "text": result.text,
-                "task_id": task_id,
-                "task_status": status,
-                "transition": result.transition,
-            },
-        )
+        body = {
+            "text": result.text,
+            "task_id": task_id,
+            "task_status": status,
+            "transition": result.transition,
+        }
+        try:
+            self.host.send(self.name, self.lead, "idle_notification", body)
+        except (TeamError, MailboxesError) as exc:  # the lead being gone must not crash us
+            log.warning("%s could not notify %s: %s", self.name, self.lead, exc)
         if held is None and task_id is not None:
             self._drop_task()
         return None

@@ -1,0 +1,141 @@
+"""Claim latency: a task becomes ready → an idle teammate has claimed it.
+
+A real ``TeamRuntime`` with idle teammates (scripted model, no latency, the real team tools).
+Another process adds one ready task at a time to the board (a journal append: the only wake-up
+is the watcher's journal hint); the time from the durable append to the ``task.claimed``
+event's commit (the teammate's ``claimed`` runtime event) is one sample. The teammate then
+completes it and goes idle again before the next task. Prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from actors.factory import init_team
+from actors.runtime import TeamRuntime
+from actors.services import TeammateSpec
+from harness.scripted import ScriptedModel
+
+CHILD = textwrap.dedent(
+    """
+    import sys, time
+    from actors.factory import open_team
+    team = open_team(__import__("pathlib").Path(sys.argv[1]))
+    for line in sys.stdin:
+        team.board.create("task " + line.strip())
+        print(time.monotonic(), flush=True)
+    """
+)
+
+SCRIPT: dict[str, Any] = {
+    "agents": {
+        "lead": {"rules": [{"match": "(?s).", "text": "ok"}, {"match": "^$", "text": "ok"}]},
+        "*": {
+            "rules": [
+                {
+                    "match": r"You now hold task (?P<id>task_\d+) \(claim",
+                    "tool_uses": [
+                        {"name": "complete_task", "input": {"task_id": "{id}", "summary": "ok"}}
+                    ],
+                },
+                {"match": "(?s).", "text": "done", "priority": -1},
+            ]
+        },
+    }
+}
+
+
+def run(n: int, teammates: int, tmp: Path) -> list[float]:
+    root = tmp / "repo"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    init_team(root)
+    claimed: list[float] = []
+    got = threading.Event()
+
+    def on_event(event: Mapping[str, Any]) -> None:
+        if event["type"] == "claimed":
+            claimed.append(time.monotonic())
+            got.set()
+
+    rt = TeamRuntime(
+        root,
+        model=ScriptedModel(SCRIPT),
+        on_event=on_event,
+        scheduler=False,
+        jobs=False,
+        fsync_transcripts=False,
+    )
+    rt.start()
+    for i in range(teammates):
+        rt.spawn_teammate(TeammateSpec(name=f"w{i + 1}"), by="lead")
+    if not rt.wait_idle(30):
+        raise RuntimeError("the team did not settle")
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdin is not None and child.stdout is not None
+    out: list[float] = []
+    try:
+        for i in range(n):
+            got.clear()
+            child.stdin.write(f"{i}\n")
+            child.stdin.flush()
+            ready = float(child.stdout.readline())
+            if not got.wait(10):
+                raise RuntimeError("nobody claimed the task")
+            out.append((claimed[-1] - ready) * 1000.0)
+            if not rt.wait_idle(10):
+                raise RuntimeError("the team did not settle")
+    finally:
+        child.stdin.close()
+        child.wait()
+        rt.stop()
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--tasks", type=int, default=100)
+    parser.add_argument("--teammates", type=int, default=2)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        samples = sorted(run(args.tasks, args.teammates, Path(tmp)))
+    p50 = statistics.median(samples)
+    p99 = samples[max(0, int(len(samples) * 0.99) - 1)]
+    figures = [
+        {
+            "name": "claim_latency_p50",
+            "value": round(p50, 3),
+            "unit": "ms",
+            "target": 20.0,
+            "ok": p50 <= 20.0,
+        },
+        {
+            "name": "claim_latency_p99",
+            "value": round(p99, 3),
+            "unit": "ms",
+            "target": None,
+            "ok": True,
+        },
+    ]
+    print(json.dumps({"benchmark": "idle_claim", "tasks": args.tasks, "figures": figures}))
+    return 0 if all(f["ok"] for f in figures) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
