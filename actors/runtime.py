@@ -93,6 +93,8 @@ class TeamRuntime(Services):
         fsync_transcripts: bool = True,
         idle_timer: Callable[..., Any] | None = _thread_timer,
         lead_approver: Any = None,
+        clock: Any = None,
+        cron_timer: Any = None,
     ) -> None:
         self._init_hosting()
         self.team: Team = open_team(root, actor="runtime")
@@ -128,6 +130,8 @@ class TeamRuntime(Services):
 
         self.decisions = JournalDecisions(self.team.journal, ())
         self.lead_approver = lead_approver
+        self.clock = clock or _Clock()
+        self._cron_timer = cron_timer
         self._stack = ExitStack()
         self._seen_seq = 0
         self._started = False
@@ -248,8 +252,9 @@ class TeamRuntime(Services):
         from actors.scheduler import MaildirDelivery, SchedulerHandle
 
         deliver = MaildirDelivery(self.team.repo.team_dir / "mailboxes")
+        extra = {"timer": self._cron_timer} if self._cron_timer is not None else {}
         self.scheduler = SchedulerHandle.start(
-            self.team.journal, deliver, clock=_Clock(), ids=_Ids()
+            self.team.journal, deliver, clock=self.clock, ids=_Ids(), **extra
         )
 
     def _start_jobs(self) -> None:
@@ -264,7 +269,7 @@ class TeamRuntime(Services):
             self.team.journal,
             deliver,
             jobs_dir=self.team.repo.team_dir / "jobs",
-            clock=_Clock(),
+            clock=self.clock,
             ids=_Ids(),
         )
         self.job_runner = jobs.JobsRunner(self.jobs)
@@ -373,7 +378,7 @@ class TeamRuntime(Services):
             live = [h for h in self._hosted.values() if not h.stopped]
             if self._supervising or any(h.busy or h.starting for h in live):
                 return False
-            names = [h.plan.name for h in live]
+            names = [h.plan.name for h in live if h.ref is not None]  # crashed for good: skip
             roles = [h.plan.role for h in live if h.plan.kind == "teammate" and h.ref is not None]
         for name in names:
             if self.mailbox.counts(name)[0]:
