@@ -99,6 +99,8 @@ def format_batch(batch: Sequence[Envelope]) -> str:
 class AgentActor(pykka.ThreadingActor):
     """Base of ``Lead`` and ``Teammate``. Subclasses override the ``on_*``/``take_*`` hooks."""
 
+    use_daemon_thread = True  # a tool stuck past the stop timeout must not keep the process up
+
     def __init__(
         self,
         agent: Agent,

@@ -24,15 +24,12 @@ __all__ = ["Lead", "team_state_text"]
 class Lead(AgentActor):
     """The lead: working while it has a turn, idle otherwise."""
 
-    status = "idle"
+    status = ""
 
     def _set(self, status: str) -> None:
         if status != self.status:
             self.status = status
             self.host.set_status(self.name, status)
-
-    def on_start(self) -> None:
-        self.status = ""
 
     def on_turn_start(self) -> None:
         self._set("working")

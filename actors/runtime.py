@@ -21,13 +21,10 @@ back with its transcript, its claim (if still current) and its unread mail.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import importlib
 import logging
 import os
-import threading
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from pathlib import Path
@@ -38,6 +35,7 @@ import pykka
 from actors.errors import TeamError, UnknownMember
 from actors.factory import Team, open_team
 from actors.messages import UserInput
+from actors.runtime_locks import Clock, Ids, take_runtime_lock, thread_timer
 from actors.runtime_members import MemberKind, MemberPlan, anthropic_models, default_tools
 from actors.runtime_services import RuntimeBusy, Services
 from actors.runtime_stop import FORCE_PREFIX
@@ -48,26 +46,6 @@ from mailboxes.events import MemberSpawned, MemberStatusChanged
 __all__ = ["RuntimeBusy", "TeamRuntime"]
 
 log = logging.getLogger(__name__)
-
-
-class _Clock:
-    def now(self) -> float:
-        return time.time()
-
-    def monotonic(self) -> float:
-        return time.monotonic()
-
-
-class _Ids:
-    def new_id(self) -> str:
-        return uuid.uuid4().hex
-
-
-def _thread_timer(delay_s: float, callback: Callable[[], None]) -> Callable[[], None]:
-    timer = threading.Timer(delay_s, callback)
-    timer.daemon = True
-    timer.start()
-    return timer.cancel
 
 
 class TeamRuntime(Services):
@@ -91,7 +69,7 @@ class TeamRuntime(Services):
         shutdown_timeout_s: float = 60.0,
         max_restarts: int = 3,
         fsync_transcripts: bool = True,
-        idle_timer: Callable[..., Any] | None = _thread_timer,
+        idle_timer: Callable[..., Any] | None = thread_timer,
         lead_approver: Any = None,
         clock: Any = None,
         cron_timer: Any = None,
@@ -130,7 +108,7 @@ class TeamRuntime(Services):
 
         self.decisions = JournalDecisions(self.team.journal, ())
         self.lead_approver = lead_approver
-        self.clock = clock or _Clock()
+        self.clock = clock or Clock()
         self._cron_timer = cron_timer
         self._stack = ExitStack()
         self._seen_seq = 0
@@ -194,25 +172,7 @@ class TeamRuntime(Services):
         self._started = True
 
     def _take_runtime_lock(self) -> None:
-        path = self.team.repo.team_dir / "runtime.lock"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-            os.close(fd)
-            raise RuntimeBusy(
-                f"another teamctl runtime (pid {holder}) is running this team; stop it first, or "
-                "host one teammate in this process with `teamctl join NAME`"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-
-        def release() -> None:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
-
-        self._stack.callback(release)
+        self._stack.callback(take_runtime_lock(self.team.repo.team_dir / "runtime.lock"))
 
     def _has_transcript(self, name: str) -> bool:
         path = self.team.repo.team_dir / "transcripts" / f"{name}.jsonl"
@@ -254,7 +214,7 @@ class TeamRuntime(Services):
         deliver = MaildirDelivery(self.team.repo.team_dir / "mailboxes")
         extra = {"timer": self._cron_timer} if self._cron_timer is not None else {}
         self.scheduler = SchedulerHandle.start(
-            self.team.journal, deliver, clock=self.clock, ids=_Ids(), **extra
+            self.team.journal, deliver, clock=self.clock, ids=Ids(), **extra
         )
 
     def _start_jobs(self) -> None:
@@ -270,7 +230,7 @@ class TeamRuntime(Services):
             deliver,
             jobs_dir=self.team.repo.team_dir / "jobs",
             clock=self.clock,
-            ids=_Ids(),
+            ids=Ids(),
         )
         self.job_runner = jobs.JobsRunner(self.jobs)
 
@@ -282,7 +242,11 @@ class TeamRuntime(Services):
                 raise TeamError("the lead is not hosted by this runtime")
             hosted.busy = True  # until the lead has taken it: the team is not idle meanwhile
             ref = hosted.ref
-        ref.tell(UserInput(text=text))
+        try:
+            ref.tell(UserInput(text=text))
+        except pykka.ActorDeadError:  # being restarted: keep it durably for the next incarnation
+            self.set_busy(self.lead_name, False)
+            self.send("user", self.lead_name, "message", {"text": text})
 
     def stop(self, reason: str = "runtime_exit") -> None:
         """Stop everything this runtime started (idempotent)."""
@@ -337,13 +301,14 @@ class TeamRuntime(Services):
                 if os.listdir(self.mailbox.inbox(name) / "new"):
                     self.wake(name, "tick")
         if journal:
-            self._on_journal()
+            self._on_journal(tick=tick)
         self._notify()
 
-    def _on_journal(self) -> None:
+    def _on_journal(self, *, tick: bool = False) -> None:
         board = self.board
         state = board.refresh()
-        if state.seq == self._seen_seq and self._seen_seq:
+        changed = state.seq != self._seen_seq or not self._seen_seq
+        if not changed and not tick:
             return
         for event in self.team.journal.read_from(self._seen_seq + 1):
             rid = str(event.data.get("request_id", ""))
@@ -360,14 +325,16 @@ class TeamRuntime(Services):
                     }
                 )
         self._seen_seq = state.seq
-        self.decisions.scan()
-        liveness = self.team.liveness
+        if changed:
+            self.decisions.scan()
+        liveness = self.team.liveness  # a process hosting a member may have died (SIGKILL)
         if any(
             not state.tasks[tid].human and not liveness.is_alive(owner)
             for owner, tid in state.holdings.items()
         ):
-            board.reap_dead_owners()
-        self.board_changed()
+            board.reap_dead_owners()  # a journal change: the watcher comes back with it
+        elif changed:
+            self.board_changed()
 
     # -- idleness ------------------------------------------------------------------------------
 

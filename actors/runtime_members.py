@@ -30,7 +30,6 @@ __all__ = [
     "MemberKind",
     "MemberPlan",
     "ModelFactory",
-    "ModelSource",
     "ToolsFactory",
     "anthropic_models",
     "build_agent",
@@ -45,7 +44,6 @@ SCRIPT_ENV = "TEAMCTL_SCRIPT"
 MemberKind = Literal["lead", "teammate"]
 ModelFactory = Callable[[str, str], "ModelClient"]
 """``factory(agent_name, model_name) -> ModelClient``."""
-ModelSource = "ModelClient | ModelFactory"
 ToolsFactory = Callable[["TeamServices", str, MemberKind], "Sequence[Tool[Any]]"]
 """``tools(services, agent_name, kind)``: the team tools of one agent."""
 
