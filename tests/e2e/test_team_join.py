@@ -80,3 +80,41 @@ def test_joining_a_member_that_is_already_hosted_is_refused(
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1
     assert "already hosted by a live process" in err
+
+
+def test_a_sigkilled_join_process_loses_its_claim_to_the_runtime_reaper(
+    tmp_path: Path, stop_actors: list[Any]
+) -> None:
+    import copy
+    import signal
+
+    root = team_repo(tmp_path)
+    lead_script = {"agents": {"lead": {"rules": [{"match": "(?s).", "text": "Noted."}]}}}
+    rt = runtime(root, ScriptedModel(lead_script), rescan_s=0.2)
+    stop_actors.append(rt)
+    rt.start()
+    rt.board.create("slow")
+
+    def spawned(state: TeamState) -> list[EventDraft]:
+        body = MemberSpawned(name="w1", role="general", prompt="Work.")
+        return [draft(body.TYPE, "lead", body)]
+
+    rt.board.execute(spawned)
+    rt.mailbox.ensure_inbox("w1")
+    slow = copy.deepcopy(BACKLOG_SCRIPT)
+    slow["agents"]["*"]["rules"][0]["latency_ms"] = 60_000
+    script = write_script(tmp_path / "script.yaml", slow)
+    proc = teamctl(root, "join", "w1", script=script)
+    try:
+        assert rt.wait_until(lambda: rt.board.refresh().tasks["task_1"].owner == "w1", 60)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=30)
+
+    def reaped() -> bool:
+        task = rt.board.refresh().tasks["task_1"]
+        return task.owner is None and task.status == "pending"
+
+    assert rt.wait_until(reaped, 30)
+    released = [e for e in rt.team.journal.read_from(1) if e.type == "task.released"]
+    assert [e.data["reason"] for e in released] == ["owner_dead"]
