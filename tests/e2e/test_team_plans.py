@@ -95,11 +95,36 @@ def test_plan_rejected_with_feedback_then_resubmitted_approved_and_implemented(
     assert not (root / "early.txt").exists()  # plan mode: no writes before the approval
     reviews = [e.data for e in rt.team.journal.read_from(1) if e.type == "plan.reviewed"]
     assert [(r["approve"], r["feedback"]) for r in reviews] == [(False, "add tests"), (True, "")]
-    statuses = [
-        e.data["status"]
-        for e in rt.team.journal.read_from(1)
-        if e.type == "member.status_changed" and e.data["name"] == "w1"
-    ]
-    assert "waiting_plan_approval" in statuses
     first_write = next(e for e in events.of("tool_result") if e["agent"] == "w1")
     assert first_write["is_error"] and "plan mode" in first_write["content"]
+
+
+def test_a_teammate_waits_in_waiting_plan_approval_until_a_human_reviews(
+    tmp_path: Path, stop_actors: list[Any]
+) -> None:
+    from actors.protocols import review_plan
+    from actors.settings import ApprovalSettings, Settings
+
+    root = team_repo(tmp_path)
+    rt = runtime(
+        root,
+        ScriptedModel(SCRIPT),
+        tools=default_tools,
+        permission_mode="acceptEdits",
+        settings=Settings(approvals=ApprovalSettings(plans="human")),
+    )
+    stop_actors.append(rt)
+    rt.start()
+    rt.board.create("refactor the parser", plan_required=True)
+    rt.spawn_teammate(TeammateSpec(name="w1"), by="lead")
+
+    def waiting() -> bool:
+        return rt.board.refresh().members["w1"].status == "waiting_plan_approval"
+
+    assert rt.wait_until(waiting, timeout=60)
+    assert rt.wait_idle(timeout=60)  # nothing moves while the plan waits for its reviewer
+    (request,) = rt.board.refresh().plan_requests.values()
+    assert request.plan == "v1 plan" and request.status == "submitted"
+    review_plan(rt, request.request_id, True, "", reviewer="alice")
+    assert rt.wait_until(lambda: rt.board.refresh().tasks["task_1"].status == "completed", 60)
+    assert (root / "done.txt").read_text() == "ok"
