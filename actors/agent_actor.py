@@ -62,6 +62,10 @@ class AgentHost(Protocol):
         """The agent's turn failed: hand it to the Supervisor."""
         ...
 
+    def input_taken(self, name: str) -> None:
+        """A ``UserInput`` the host counted as pending has been taken into a turn."""
+        ...
+
     def send(
         self,
         sender: str,
@@ -199,13 +203,20 @@ class AgentActor(pykka.ThreadingActor):
                 self._queued += [e.id for e in batch]
             return
         if not self.start_turn():
-            self.on_idle()
+            self._settle()
+
+    def _settle(self) -> None:
+        """No turn to run: idle hooks first, then (if they started nothing) not busy."""
+        self.on_idle()
+        if not self.in_turn:
+            self.host.set_busy(self.name, False)
 
     def _on_user_input(self, text: str) -> None:
         if self.in_turn:
             self.agent.inject(text)
-            return
-        self.start_turn(text)
+        else:
+            self.start_turn(text)
+        self.host.input_taken(self.name)
 
     # -- turns ---------------------------------------------------------------------------------
 
@@ -266,8 +277,7 @@ class AgentActor(pykka.ThreadingActor):
         if self.dead or self.in_turn:
             return
         if not self.start_turn(follow_up):
-            self.host.set_busy(self.name, False)
-            self.on_idle()
+            self._settle()
 
     def fail(self, error: str) -> None:
         """Give up on this incarnation: the Supervisor takes over."""

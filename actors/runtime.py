@@ -240,12 +240,12 @@ class TeamRuntime(Services):
             hosted = self._hosted.get(self.lead_name)
             if hosted is None or hosted.ref is None:
                 raise TeamError("the lead is not hosted by this runtime")
-            hosted.busy = True  # until the lead has taken it: the team is not idle meanwhile
+            hosted.inputs += 1  # until the lead has taken it: the team is not idle meanwhile
             ref = hosted.ref
         try:
             ref.tell(UserInput(text=text))
         except pykka.ActorDeadError:  # being restarted: keep it durably for the next incarnation
-            self.set_busy(self.lead_name, False)
+            self.input_taken(self.lead_name)
             self.send("user", self.lead_name, "message", {"text": text})
 
     def stop(self, reason: str = "runtime_exit") -> None:
@@ -343,7 +343,7 @@ class TeamRuntime(Services):
         task a hosted teammate could take, no running job and no pending one-shot cron."""
         with self._lock:
             live = [h for h in self._hosted.values() if not h.stopped]
-            if self._supervising or any(h.busy or h.starting for h in live):
+            if self._supervising or any(h.busy or h.starting or h.inputs for h in live):
                 return False
             names = [h.plan.name for h in live if h.ref is not None]  # crashed for good: skip
             roles = [h.plan.role for h in live if h.plan.kind == "teammate" and h.ref is not None]

@@ -58,6 +58,8 @@ class Hosted:
     agent: Agent | None = None
     ref: pykka.ActorRef[Any] | None = None
     busy: bool = False
+    inputs: int = 0
+    """User inputs told to the actor and not yet taken (the team is not idle meanwhile)."""
     starting: bool = True
     stopped: bool = False
     last_error: str = ""
@@ -132,6 +134,13 @@ class Hosting:
             if hosted is not None:
                 hosted.busy = busy and not hosted.stopped
                 hosted.last_activity = time.time()
+            self._changed.notify_all()
+
+    def input_taken(self, name: str) -> None:
+        with self._lock:
+            hosted = self._hosted.get(name)
+            if hosted is not None and hosted.inputs > 0:
+                hosted.inputs -= 1
             self._changed.notify_all()
 
     def emit(self, event: Mapping[str, Any]) -> None:
@@ -344,8 +353,8 @@ class Hosting:
             hosted.busy = False
         self._halt(hosted, timeout_s)
         self._release_claim(name, reason)
+        hosted.lease.close()  # before the record: whoever sees "stopped" sees no holder
         self._journal(MemberStopped(name=name, reason=reason), actor=name)
-        hosted.lease.close()
         self.emit({"type": "status", "agent": name, "status": "stopped", "reason": reason})
         self._notify()
         return True

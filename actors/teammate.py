@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from actors.agent_actor import AgentActor, AgentHost
 from actors.errors import TeamError
+from actors.messages import UserInput
 from actors.protocols import answer_shutdown
 from mailboxes.errors import MailboxesError
 
@@ -113,7 +114,10 @@ class Teammate(AgentActor):
             self.host.board.refresh()
             held = self.host.board.state.holding(self.name)
             if held is not None and self.resumed and self._was_briefed(held):
-                self._adopt(held)  # a resumed claim: continue it, no new brief
+                self._adopt(held)  # a resumed claim: continue it, reminded of what it holds
+                brief = task_brief(held, self.host.board.state.tasks, self.agent.cwd)
+                note = f"You were restarted and still hold this task.\n{brief}"
+                self.actor_ref.tell(UserInput(text=note))
         except Exception as exc:  # reported, never raised in a hook
             self.fail(f"{type(exc).__name__}: {exc}")
 

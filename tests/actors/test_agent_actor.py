@@ -84,6 +84,9 @@ class FakeHost:
     def member_done(self, name: str, reason: str) -> None:
         pass
 
+    def input_taken(self, name: str) -> None:
+        pass
+
 
 @pytest.fixture(autouse=True)
 def _stop_all() -> Iterator[None]:
