@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pykka
@@ -64,6 +65,11 @@ class AgentHost(Protocol):
 
     def input_taken(self, name: str) -> None:
         """A ``UserInput`` the host counted as pending has been taken into a turn."""
+        ...
+
+    def worktree(self, name: str, *, claimed: bool) -> Path | None:
+        """Lock (``claimed``) or unlock the worktree ``name``; its path, or None when this host
+        manages no worktrees."""
         ...
 
     def send(

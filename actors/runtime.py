@@ -65,6 +65,7 @@ class TeamRuntime(Services):
         join: str | None = None,
         scheduler: bool = True,
         jobs: bool = True,
+        worktrees: bool = True,
         rescan_s: float = 2.0,
         shutdown_timeout_s: float = 60.0,
         max_restarts: int = 3,
@@ -103,6 +104,8 @@ class TeamRuntime(Services):
         self.scheduler: Any = None
         self.jobs: Any = None
         self.job_runner = None
+        self.worktrees: Any = None
+        self._want_worktrees = worktrees and join is None
         self._watcher: Any = None
         from actors.permission_requests import JournalDecisions
 
@@ -151,6 +154,8 @@ class TeamRuntime(Services):
         team.board.reap_dead_owners()
         if self._want_jobs:
             self._start_jobs()
+        if self._want_worktrees:
+            self._start_worktrees()
         from mailboxes.watch import FileWatcher
 
         team.mailbox.ensure_inbox(self.lead_name)
@@ -234,6 +239,16 @@ class TeamRuntime(Services):
         )
         self.job_runner = jobs.JobsRunner(self.jobs)
 
+    def _start_worktrees(self) -> None:
+        from actors.worktrees import WorktreesHandle
+
+        try:
+            self.worktrees = WorktreesHandle.start(self.repo_root, self.board)
+            for drift in self.worktrees.reconcile().drifts:
+                log.warning("worktree drift: %s", drift)
+        except Exception:
+            log.exception("worktrees unavailable: tasks bound to worktrees run in the checkout")
+
     def submit(self, text: str) -> None:
         """User input for the lead (starts a turn, or joins the running one)."""
         with self._lock:
@@ -270,7 +285,7 @@ class TeamRuntime(Services):
         for name in names:
             with contextlib.suppress(Exception):
                 self.stop_member(name, reason, timeout_s=self.shutdown_timeout_s)
-        for service in (self.scheduler, self.jobs):
+        for service in (self.scheduler, self.jobs, self.worktrees):
             if service is not None:
                 with contextlib.suppress(Exception):
                     service.stop()

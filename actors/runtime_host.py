@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pykka
@@ -82,6 +83,7 @@ class Hosting:
     supervisor: pykka.ActorRef[Any] | None
     idle_timer: Callable[..., Any] | None
     decisions: JournalDecisions
+    worktrees: Any
     lead_approver: Approver | None
 
     def _init_hosting(self) -> None:
@@ -142,6 +144,20 @@ class Hosting:
             if hosted is not None and hosted.inputs > 0:
                 hosted.inputs -= 1
             self._changed.notify_all()
+
+    def worktree(self, name: str, *, claimed: bool) -> Path | None:
+        handle = self.worktrees
+        if handle is None:
+            return None
+        try:
+            if claimed:
+                handle.lock(name, "claimed")
+            else:
+                handle.unlock(name)
+        except Exception:  # a lock is bookkeeping; the claim is what fences the task
+            log.warning("worktree %s: %s failed", name, "lock" if claimed else "unlock")
+        path: Path = handle.path(name)
+        return path
 
     def emit(self, event: Mapping[str, Any]) -> None:
         if self.on_event is None:

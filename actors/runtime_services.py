@@ -54,6 +54,14 @@ class Services(Hosting):
             raise TeamError(f"the team already has {self.settings.team.max_teammates} teammates")
         lease = self._lease(name)
         try:
+            tid = spec.task_id
+            if (
+                spec.worktree
+                and tid is not None
+                and self.worktrees is not None
+                and self.board.state.task(tid).worktree is None
+            ):
+                self.worktrees.create_for_task(tid)
             if spec.task_id is not None:
                 result = self.board.claim(spec.task_id, name)
                 if not result.ok:

@@ -105,6 +105,8 @@ class Teammate(AgentActor):
         self._hook_rounds = 0
         self._cancel_idle: Callable[[], None] | None = None
         self._stopping = False
+        self.worktree_name: str | None = None
+        self._policy = agent.executor.policy
         self._sync_mode(None)  # no task yet: read and message only
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -142,17 +144,34 @@ class Teammate(AgentActor):
     # -- tasks ---------------------------------------------------------------------------------
 
     def _adopt(self, task: Task) -> None:
+        if self.worktree_name is not None and self.worktree_name != task.worktree:
+            self._leave_worktree()
         self.task_id, self.epoch = task.id, task.epoch
-        root = self.agent.root
-        cwd = root / ".worktrees" / task.worktree if task.worktree else root
-        self.agent.cwd = cwd
-        self.agent.tool_context.cwd = cwd
+        if task.worktree and self.worktree_name != task.worktree:
+            path = self.host.worktree(task.worktree, claimed=True)
+            if path is not None:  # confined to it: root and cwd, plus the deny-only checks
+                from actors.worktree_confine import confine_policy
+
+                self.worktree_name = task.worktree
+                self.agent.executor.policy = confine_policy(self._policy, path, self.agent.root)
+                self._place(path, path)
         self._sync_mode(task)
+
+    def _place(self, root: Path, cwd: Path) -> None:
+        self.agent.cwd = cwd
+        self.agent.tool_context.root = root
+        self.agent.tool_context.cwd = cwd
+
+    def _leave_worktree(self) -> None:
+        name, self.worktree_name = self.worktree_name, None
+        if name is not None:
+            self.agent.executor.policy = self._policy
+            self._place(self.agent.root, self.agent.root)
+            self.host.worktree(name, claimed=False)
 
     def _drop_task(self) -> None:
         self.task_id = self.epoch = None
-        self.agent.cwd = self.agent.root
-        self.agent.tool_context.cwd = self.agent.root
+        self._leave_worktree()
         self._sync_mode(None)
 
     def _sync_mode(self, task: Task | None) -> None:

@@ -196,10 +196,11 @@ class Events:
 
 
 def runtime(root: Path, model: ModelClient, **kwargs: Any) -> TeamRuntime:
-    """A runtime with the stand-in tools, no scheduler and no jobs, fast transcripts."""
+    """A runtime with the stand-in tools, no scheduler, jobs or worktrees, fast transcripts."""
     kwargs.setdefault("tools", tools_with())
     kwargs.setdefault("scheduler", False)
     kwargs.setdefault("jobs", False)
+    kwargs.setdefault("worktrees", False)
     kwargs.setdefault("fsync_transcripts", False)
     return TeamRuntime(root, model=model, **kwargs)
 

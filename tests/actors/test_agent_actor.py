@@ -87,6 +87,9 @@ class FakeHost:
     def input_taken(self, name: str) -> None:
         pass
 
+    def worktree(self, name: str, *, claimed: bool) -> Path | None:
+        return None
+
 
 @pytest.fixture(autouse=True)
 def _stop_all() -> Iterator[None]:
