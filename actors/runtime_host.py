@@ -22,7 +22,7 @@ import pykka
 
 from actors.errors import TeamError
 from actors.lead import Lead, team_state_text
-from actors.messages import AgentFailed, BoardChanged, UserInput, Wake
+from actors.messages import AgentFailed, BoardChanged, Wake
 from actors.runtime_members import MemberPlan, build_agent, client_for, policy_for
 from actors.teammate import Teammate
 from mailboxes.events import (
@@ -173,9 +173,10 @@ class Hosting:
             if self._stopping:
                 return  # winding down: an interrupted turn is not a crash
             self._supervising.add(name)
-        if self.supervisor is None:
-            self.record_crash(name, error, generation)
-            self.supervising(name, False)
+        if self.supervisor is None:  # no Supervisor runs: nobody will restart it
+            log.error("%s failed with no supervisor running: %s", name, error)
+            with self._lock:
+                self._supervising.discard(name)
             return
         self.supervisor.tell(AgentFailed(name=name, error=error, generation=generation))
 
@@ -381,52 +382,3 @@ class Hosting:
         if held is not None and not held.human:
             with contextlib.suppress(TeamError):
                 self.board.release(held.id, name, held.epoch, reason)
-
-    # -- Supervised ----------------------------------------------------------------------------
-
-    def record_crash(self, name: str, error: str, generation: int) -> bool:
-        with self._lock:
-            hosted = self._hosted.get(name)
-            if hosted is None or hosted.stopped or hosted.generation != generation:
-                return False
-            hosted.generation += 1
-            hosted.busy = False
-        self._halt(hosted, 10.0)
-        short = error if len(error) <= 500 else error[:500] + "..."
-        hosted.last_error = short
-        held = self.board.refresh().holding(name)
-        self._release_claim(name, "crashed")
-        self._journal(MemberStatusChanged(name=name, status="crashed", reason=short), actor=name)
-        self.emit({"type": "status", "agent": name, "status": "crashed", "reason": short})
-        if name != self.lead_name and self.lead_name in self.mailbox.agents():
-            body = {
-                "text": f"{name} crashed: {short}",
-                "member": name,
-                "task_id": held.id if held is not None else None,
-            }
-            with contextlib.suppress(Exception):
-                self.send("supervisor", self.lead_name, "error", body)
-        return True
-
-    def restart(self, name: str) -> None:
-        with self._lock:
-            hosted = self._hosted.get(name)
-            if hosted is None or hosted.stopped or self._stopping:
-                return
-            hosted.starting = True
-        self._start_actor(hosted, resume=True)
-        note = f"You were restarted after a failure ({hosted.last_error})."
-        if hosted.plan.kind == "teammate":
-            note += " Any task you held was released to the board; you may claim work again."
-        ref = hosted.ref
-        if ref is not None:
-            ref.tell(UserInput(text=note))
-        self.emit({"type": "status", "agent": name, "status": "restarted"})
-
-    def supervising(self, name: str, busy: bool) -> None:
-        with self._lock:
-            if busy:
-                self._supervising.add(name)
-            else:
-                self._supervising.discard(name)
-            self._changed.notify_all()

@@ -12,8 +12,8 @@ from contextlib import ExitStack
 from typing import Any
 
 from actors.errors import ClaimRefused, DuplicateMember, TeamError, UnknownMember
-from actors.runtime_host import Hosting
 from actors.runtime_members import MemberPlan
+from actors.runtime_supervised import Supervising
 from actors.services import CronView, MemberView, TeammateSpec
 from mailboxes.events import MemberSpawned, ShutdownRequested
 from mailboxes.messages import check_agent_name
@@ -25,7 +25,7 @@ class RuntimeBusy(TeamError):
     """Another runtime already runs this team (or the member is hosted by a live process)."""
 
 
-class Services(Hosting):
+class Services(Supervising):
     """The ``TeamServices`` methods."""
 
     scheduler: Any
