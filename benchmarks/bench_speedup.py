@@ -2,9 +2,9 @@
 
 A real ``TeamRuntime`` with the real team tools and a scripted model whose teammate replies each
 take ``--latency-ms`` (the lead's replies are instant: it is not on the tasks' path). Teammates are
-spawned and idle first; the clock starts when the 8 tasks are put on the board and stops when the
-last one is completed (each teammate claims, makes one call that completes its task, then one
-more call that ends its turn). Prints one JSON object.
+spawned and idle first; the clock starts when the 8 tasks are put on the board and stops when all
+are completed and every teammate is idle again (each task takes two calls: one that completes it,
+one that ends the turn). Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -74,7 +74,9 @@ def drain(teammates: int, tasks: int, latency_ms: float, tmp: Path) -> float:
 
         def all_done() -> bool:
             state = rt.board.refresh()
-            return all(t.status == "completed" for t in state.tasks.values())
+            if not all(t.status == "completed" for t in state.tasks.values()):
+                return False
+            return all(m.status == "idle" for m in state.members.values() if m.name != "lead")
 
         if not rt.wait_until(all_done, timeout=120):
             raise RuntimeError("tasks were not drained")
