@@ -173,7 +173,11 @@ def _run(
 
 def _console(rt: TeamRuntime) -> None:
     """A line console for the lead: text goes to the lead; ``/`` commands act on the team."""
-    click.echo("Type to talk to the lead; /status, /tasks, /stop NAME, /quit.", err=True)
+    click.echo(
+        "Type to talk to the lead; /status, /tasks, /approve ID, /reject ID FEEDBACK, "
+        "/stop NAME, /quit.",
+        err=True,
+    )
     for raw in sys.stdin:
         line = raw.strip()
         if not line:
@@ -188,8 +192,30 @@ def _console(rt: TeamRuntime) -> None:
                 click.echo(f"{t.id} [{t.status}] {t.owner or '-'} {t.subject}")
         elif line.startswith("/stop "):
             rt.request_shutdown(line.split(None, 1)[1].strip(), by="lead")
+        elif line.startswith(("/approve ", "/reject ")):
+            _answer(rt, line)
         else:
             rt.submit(line)
+
+
+def _answer(rt: TeamRuntime, line: str) -> None:
+    """``/approve ID [note]`` or ``/reject ID feedback``: a plan or a permission request."""
+    from actors.board_protocols import decide_permission
+    from actors.protocols import review_plan
+
+    command, _, rest = line.partition(" ")
+    request_id, _, note = rest.strip().partition(" ")
+    approve = command == "/approve"
+    try:
+        if request_id.startswith("plan-"):
+            review_plan(rt, request_id, approve, note, reviewer="human")
+        else:
+            answer = decide_permission(rt.board, request_id, approve, by="human", reason=note)
+            rt.decisions.notify(answer)
+    except Exception as exc:  # a typo in the console is not fatal
+        click.echo(f"error: {exc}", err=True)
+        return
+    click.echo(f"{'approved' if approve else 'rejected'} {request_id}")
 
 
 @click.command("run")

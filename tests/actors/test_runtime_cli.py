@@ -85,3 +85,43 @@ def test_stop_force_of_a_member_nobody_hosts_releases_its_task(
         state = team.state()
         assert state.members["w9"].status == "stopped"
         assert state.tasks["task_1"].owner is None
+
+
+def test_the_console_talks_to_the_lead_and_runs_slash_commands(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    stop_actors: list[Any],
+) -> None:
+    import io
+
+    from actors.cli_run import _console
+
+    root = git_repo(tmp_path, monkeypatch)
+    model = ScriptedModel(
+        {
+            "agents": {
+                "lead": {
+                    "steps": [{"match": "^hello lead", "text": "hi"}],
+                    "rules": [{"match": "(?s).", "text": "ok", "priority": -1}],
+                },
+                "w1": {"rules": [{"match": "(?s).", "text": "on it"}]},
+            }
+        }
+    )
+    rt = runtime(root, model)
+    stop_actors.append(rt)
+    rt.start()
+    rt.board.create("a task")
+    rt.spawn_teammate(TeammateSpec(name="w1"), by="lead")
+    lines = "/tasks\nhello lead\n/stop w1\n/approve perm-nope\n/status\n/quit\nnever read\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO(lines))
+    _console(rt)
+    assert rt.wait_until(lambda: rt.board.refresh().members["w1"].status == "stopped", 30)
+    assert rt.wait_idle(timeout=30)
+    model.assert_consumed()
+    out = capsys.readouterr()
+    assert "task_1 [" in out.out and "lead: " in out.out
+    assert "error:" in out.err  # the unknown request id is one line, not a crash
+    crashes = [e for e in rt.team.journal.read_from(1) if e.data.get("status") == "crashed"]
+    assert crashes == []
