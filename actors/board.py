@@ -33,6 +33,7 @@ from actors.board_rules import (
 from actors.errors import CycleError, HasDependents, InvalidTransition, TeamError
 from actors.projections import Projections
 from actors.state import EMPTY, Task, TeamState, fold_all, task_id
+from mailboxes.crashpoints import crash_point
 from mailboxes.events import (
     Event,
     EventDraft,
@@ -139,6 +140,7 @@ class Board:
             state = self._state = fold_all(self._state, appended)
         if self._projections is not None and any(e.seq > before for e in appended):
             # Outside the journal lock: projection I/O must not lengthen the critical section.
+            crash_point("board.before_projection")
             self._projections.sync(state)
         return state, appended
 

@@ -44,6 +44,7 @@ from actors.cron import (
     zone,
 )
 from actors.messages import CancelCron, FireDue, ListCrons, ScheduleCron
+from mailboxes.crashpoints import crash_point
 from mailboxes.errors import UnknownRecipient
 from mailboxes.events import CronCancelled, CronFired, CronScheduled, Event, EventDraft, draft
 from mailboxes.maildir import Maildir
@@ -241,6 +242,7 @@ class Scheduler(pykka.ThreadingActor):
             for entry in list(self._table.values()):
                 firing = due(entry, now, self._local)
                 if firing is not None and self._journal(firing):
+                    crash_point("cron.before_delivery")
                     self._send(self._table[firing.cron_id], firing.missed, firing.slot)
                     fired.append((firing.cron_id, firing.slot))
             return tuple(fired)

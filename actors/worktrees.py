@@ -45,6 +45,7 @@ from actors.worktree_messages import (
     WorktreeView,
 )
 from actors.worktree_reconcile import reconcile
+from mailboxes.crashpoints import crash_point
 from mailboxes.events import EventDraft, WorktreeBound, WorktreeCreated, WorktreeRemoved, draft
 
 JobProbe = Callable[[Path], bool]
@@ -58,6 +59,7 @@ def fault_from_env(point: str) -> None:
     """SIGKILL this process at ``point`` when ``$TEAMCTL_FAULT`` names it (fault tests only)."""
     if os.environ.get(FAULT_ENV) == point:
         os.kill(os.getpid(), signal.SIGKILL)
+    crash_point(point)  # the same points under $TEAMCTL_CRASH_AT
 
 
 def bind_refusal(state: TeamState, name: str, task_id: str) -> str:

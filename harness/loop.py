@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 
 from harness.compaction import Compaction, Compactor
 from harness.context import SystemPrompt, TokenCounter, check_pairing, spill_oversize
+from harness.crashpoints import crash_point
 from harness.errors import HarnessError, ModelError, PromptTooLong
 from harness.loop_values import (
     CONTINUING,
@@ -236,6 +237,7 @@ class AgentLoop:
         st.usage = add_usage(st.usage, response.usage)
         calls = [b for b in response.content if isinstance(b, ToolUseBlock)]
         text = text_of(response.content)
+        crash_point("model.before_transcript")
         if response.content:
             self._append(Message(role="assistant", content=response.content))
             self.counter.record(response.usage, len(st.messages))
@@ -250,7 +252,9 @@ class AgentLoop:
             return self._end(
                 "interrupted", text=text, response=response, tool_results=tuple(results)
             )
+        crash_point("tools.before_run")
         results = self._run_tools(calls)
+        crash_point("tools.before_results")
         extra = [TextBlock(text=t) for t in self._take_pending()]
         note = self.hooks.after_tools() if self.hooks.after_tools else None
         if note:

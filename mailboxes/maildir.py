@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from mailboxes.crashpoints import crash_point
 from mailboxes.errors import BadMessage, UnknownRecipient, WriteFailed
 from mailboxes.fsutil import Fsync, fsync_dir, write_all
 from mailboxes.messages import (
@@ -208,6 +209,7 @@ class Maildir:
                 finally:
                     os.close(fd)
                 self._step("tmp_synced")
+            crash_point("maildir.before_rename")
             for envelope, name, _ in payloads:
                 box = f"{base}/{envelope.to}"
                 os.rename(f"{box}/tmp/{name}", f"{box}/new/{name}")
