@@ -44,9 +44,9 @@ class _Strict(BaseModel):
 class ModelSettings(_Strict):
     """Which model each role uses."""
 
-    lead: str = "claude-opus-4-5"
+    lead: str = "claude-opus-4-8"
     """Model for the lead."""
-    teammate: str = "claude-sonnet-4-5"
+    teammate: str = "claude-sonnet-4-6"
     """Model for teammates."""
     fallback: str | None = None
     """Model to switch to after repeated overload (529) errors; None = no fallback."""
