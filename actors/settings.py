@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from actors.errors import TeamError
-from harness.settings import SandboxSettings
+from harness.settings import HookMatcher, PermissionSettings, SandboxSettings
 
 SETTINGS_ENV = "TEAMCTL_SETTINGS"
 MODEL_ENV = "TEAMCTL_MODEL"
@@ -54,21 +54,6 @@ class ModelSettings(_Strict):
     """Output token cap per model call (raised once automatically on truncation)."""
 
 
-class PermissionSettings(_Strict):
-    """Tool permission rules: ``Tool`` or ``Tool(specifier)``; deny > ask > allow."""
-
-    default_mode: Literal["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"] = Field(
-        default="default", alias="defaultMode"
-    )
-    """Mode used when no rule matches (``--permission-mode`` overrides it)."""
-    allow: tuple[str, ...] = ()
-    """Rules allowed without asking."""
-    ask: tuple[str, ...] = ()
-    """Rules that need an approval."""
-    deny: tuple[str, ...] = ()
-    """Rules that are always refused."""
-
-
 class ApprovalSettings(_Strict):
     """Who answers permission questions and reviews plans."""
 
@@ -78,26 +63,6 @@ class ApprovalSettings(_Strict):
     """Reviewer of submitted plans."""
     timeout_s: float = Field(default=300.0, gt=0)
     """Seconds to wait for an approval before it becomes a denial."""
-
-
-class HookCommand(_Strict):
-    """One command hook: JSON on stdin; exit 0 proceeds, exit 2 blocks with stderr."""
-
-    type: Literal["command"] = "command"
-    """Hook kind (only ``command`` can be configured in a file)."""
-    command: str = Field(min_length=1)
-    """Shell command to run."""
-    timeout: float = Field(default=30.0, gt=0)
-    """Seconds before the hook is killed (a non-blocking error)."""
-
-
-class HookMatcher(_Strict):
-    """Hooks that run when the tool name matches."""
-
-    matcher: str = ""
-    """Tool name or pattern (empty or ``*`` matches every tool)."""
-    hooks: tuple[HookCommand, ...] = ()
-    """Commands to run, in order."""
 
 
 class TeamSettings(_Strict):
