@@ -40,7 +40,7 @@ from actors.jobs_proc import (
     job_views,
     notification,
 )
-from actors.messages import JobExited, ListJobs, StartJob, StopAllJobs
+from actors.messages import JobExited, ListJobs, StartJob, StopAllJobs, StopJobsOf
 from actors.scheduler import KeyedDeliver, message_id
 from mailboxes.errors import UnknownRecipient
 from mailboxes.events import Event, EventDraft, JobFinished, JobStarted, draft
@@ -126,6 +126,8 @@ class Jobs(pykka.ThreadingActor):
                 return job_views(self._table, self._dir)
             case StopAllJobs(grace_s=grace):
                 return self._stop_all(grace)
+            case StopJobsOf(owner=owner, grace_s=grace):
+                return self._kill_jobs(self._owned_by(owner), grace)
             case _:
                 raise TypeError(f"Jobs cannot handle {message!r}")
 
@@ -260,8 +262,18 @@ class Jobs(pykka.ThreadingActor):
 
     def _stop_all(self, grace_s: float | None) -> tuple[str, ...]:
         """TERM every job, wait ``grace``, KILL the rest, wait for each, record them."""
+        return self._kill_jobs(list(self._running.values()), grace_s)
+
+    def _owned_by(self, owner: str) -> list[_Running]:
+        self._catch_up()
+        return [
+            run
+            for run in self._running.values()
+            if (rec := self._table.get(run.job_id)) is not None and rec.owner == owner
+        ]
+
+    def _kill_jobs(self, runs: list[_Running], grace_s: float | None) -> tuple[str, ...]:
         grace = self._grace if grace_s is None else grace_s
-        runs = list(self._running.values())
         for run in runs:
             run.stopping = True
             jobs_proc.signal_job(run.pid, self._mark(run.job_id), signal.SIGTERM)
@@ -322,6 +334,10 @@ class JobsHandle:
 
     def stop_all(self, grace_s: float | None = None) -> tuple[str, ...]:
         return tuple(self._ask(StopAllJobs(grace_s=grace_s)))
+
+    def stop_jobs_of(self, owner: str, grace_s: float | None = None) -> tuple[str, ...]:
+        """Kill ``owner``'s running jobs (a member stopped by force); returns their ids."""
+        return tuple(self._ask(StopJobsOf(owner=owner, grace_s=grace_s)))
 
     def _ask(self, message: object) -> Any:
         return self.ref.ask(message, timeout=self.timeout_s)

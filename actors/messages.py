@@ -83,7 +83,7 @@ class JobExited(Message):
     process that was not our child)."""
     timed_out: bool = False
     stopped: bool = False
-    """True when ``StopAllJobs`` killed it."""
+    """True when ``StopAllJobs`` or ``StopJobsOf`` killed it."""
 
 
 class ListJobs(Message):
@@ -97,6 +97,16 @@ class StopAllJobs(Message):
     is the tuple of job ids that were stopped."""
 
     kind: Literal["stop_all_jobs"] = "stop_all_jobs"
+    grace_s: float | None = None
+    """None: the Jobs actor's default grace between TERM and KILL."""
+
+
+class StopJobsOf(Message):
+    """Kill the running jobs of one owner (TERM, grace, KILL) and wait for each, as
+    ``StopAllJobs`` does; the reply is the tuple of job ids that were stopped."""
+
+    kind: Literal["stop_jobs_of"] = "stop_jobs_of"
+    owner: str
     grace_s: float | None = None
     """None: the Jobs actor's default grace between TERM and KILL."""
 
@@ -151,6 +161,7 @@ ActorMessage = Annotated[
     | JobExited
     | ListJobs
     | StopAllJobs
+    | StopJobsOf
     | Wake
     | BoardChanged
     | UserInput

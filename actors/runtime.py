@@ -4,9 +4,9 @@ It opens the team, takes ``.team/runtime.lock`` (a second runtime on the reposit
 mode hosts one existing teammate next to it instead), holds each hosted member's liveness lease
 (``.team/members/<agent>.lock``) for the member's lifetime, reaps claims of dead owners on start and
 whenever the journal changes, runs ONE ``FileWatcher`` over the inboxes and the journal and routes
-its hints to the actors, starts the Supervisor, the cron Scheduler and the background Jobs, and
-implements ``TeamServices`` for the team tools. ``stop`` ends everything: actors stopped, jobs
-killed, claims of stopped teammates released, ``member.stopped`` journaled, leases freed.
+its hints to the actors, starts the Supervisor, the cron Scheduler, the background Jobs and the
+MCP servers, and implements ``TeamServices`` for the team tools. ``stop`` ends everything: actors
+and MCP servers stopped, jobs killed, claims released, ``member.stopped`` journaled, leases freed.
 
 Usage::
 
@@ -41,6 +41,7 @@ from actors.runtime_services import RuntimeBusy, Services
 from actors.runtime_stop import FORCE_PREFIX
 from actors.settings import Settings, load_settings
 from actors.supervisor import Supervisor
+from harness.host_setup import open_mcp
 from mailboxes.events import MemberSpawned, MemberStatusChanged
 
 __all__ = ["RuntimeBusy", "TeamRuntime"]
@@ -105,6 +106,7 @@ class TeamRuntime(Services):
         self.jobs: Any = None
         self.job_runner = None
         self.worktrees: Any = None
+        self.mcp = None
         self._want_worktrees = worktrees and join is None
         self._watcher: Any = None
         from actors.permission_requests import JournalDecisions
@@ -156,6 +158,7 @@ class TeamRuntime(Services):
             self._start_jobs()
         if self._want_worktrees:
             self._start_worktrees()
+        self.mcp = open_mcp(self.repo_root, self.settings.mcp_servers)  # one per runtime, shared
         from mailboxes.watch import FileWatcher
 
         team.mailbox.ensure_inbox(self.lead_name)
@@ -289,6 +292,8 @@ class TeamRuntime(Services):
             if service is not None:
                 with contextlib.suppress(Exception):
                     service.stop()
+        if self.mcp is not None:  # after the members: no MCP call is running any more
+            self.mcp.close()
         if self.supervisor is not None:
             with contextlib.suppress(pykka.ActorDeadError):
                 self.supervisor.stop(timeout=10)

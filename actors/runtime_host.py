@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from actors.state import TeamState
     from harness.agent import Agent
     from harness.hooks import HookRunner
+    from harness.mcp_client import McpManager
     from harness.tools.base import Approver, JobRunner
     from mailboxes.maildir import Maildir
     from mailboxes.messages import Envelope
@@ -47,6 +48,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RUNTIME = "runtime"
+FORCED = frozenset({"forced", "shutdown_timeout"})
+"""Stop reasons of a member stopped by the runtime: its own background jobs are killed too."""
 
 
 @dataclass
@@ -84,7 +87,9 @@ class Hosting:
     idle_timer: Callable[..., Any] | None
     decisions: JournalDecisions
     worktrees: Any
+    jobs: Any
     lead_approver: Approver | None
+    mcp: McpManager | None
 
     def _init_hosting(self) -> None:
         self._lock = threading.RLock()
@@ -269,6 +274,7 @@ class Hosting:
             resume=resume,
             session_id=uuid.uuid4().hex,
             fsync=self.fsync_transcripts,
+            mcp=self.mcp,
         )
         batch = self.settings.mailbox.batch_max_messages
         ref: pykka.ActorRef[Any]
@@ -369,6 +375,11 @@ class Hosting:
             hosted.stopped = True
             hosted.busy = False
         self._halt(hosted, timeout_s)
+        if reason in FORCED and self.jobs is not None:
+            try:
+                self.jobs.stop_jobs_of(name)
+            except Exception:
+                log.exception("killing the background jobs of %s failed", name)
         self._release_claim(name, reason)
         hosted.lease.close()  # before the record: whoever sees "stopped" sees no holder
         self._journal(MemberStopped(name=name, reason=reason), actor=name)

@@ -17,11 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from harness.agent import Agent, AgentConfig
+from harness.host_setup import install_mcp_tools, install_sandbox
 
 if TYPE_CHECKING:
     from actors.services import TeamServices
     from actors.settings import Settings
     from harness.hooks import HookRunner
+    from harness.mcp_client import McpManager
     from harness.ports import ModelClient
     from harness.tools.base import Approver, JobRunner, Tool, ToolPolicy
 
@@ -168,8 +170,12 @@ def build_agent(
     resume: bool,
     session_id: str,
     fsync: bool = True,
+    mcp: McpManager | None = None,
 ) -> Agent:
-    """The harness agent of one member."""
+    """The harness agent of one member, with the bash sandbox of ``settings`` and the tools of
+    ``mcp``'s servers (a member restricted by ``plan.tools`` gets only the MCP tools the list
+    names: ``mcp__server__tool``, ``mcp__server__*`` or ``mcp__server``; see
+    ``harness.host_setup``)."""
     identity = LEAD_IDENTITY if plan.kind == "lead" else TEAMMATE_IDENTITY
     if plan.prompt:
         identity += "\n\nYour instructions from the lead:\n" + plan.prompt
@@ -183,7 +189,7 @@ def build_agent(
     names: set[str] | None = None
     if plan.tools is not None:
         names = set(plan.tools) | {t.name for t in team_tools}
-    return Agent(
+    agent = Agent(
         config,
         root=root,
         model=client,
@@ -197,3 +203,11 @@ def build_agent(
         session_id=session_id,
         resume=resume,
     )
+    try:
+        install_sandbox(agent, settings.sandbox)
+        if mcp is not None:
+            install_mcp_tools(agent, mcp, plan.tools)
+    except BaseException:
+        agent.close()
+        raise
+    return agent

@@ -306,6 +306,10 @@ class Agent:
             hook_runner=self.hook_runner,
             subagent=True,
         )
+        # The subagent is held to its parent's confinement: the root (a worktree), read-only
+        # mode (a teammate without an assignment) and the host's extras such as the sandbox.
+        sub.tool_context.root, sub.tool_context.read_only = ctx.root, ctx.read_only
+        sub.tool_context.extra = {**ctx.extra, SUBAGENT_KEY: 1}
         self._subagents.append(sub)
         try:
             result = sub.run_turn(args.prompt)

@@ -200,20 +200,21 @@ def run_ask(
         session_id=session_id,
         resume=resume,
     )
-    if output_format == "stream-json":
-        output.emit(
-            {
-                "type": "system",
-                "subtype": "init",
-                "session_id": session_id,
-                "cwd": str(repo_root),
-                "model": model,
-                "tools": agent.registry.names(),
-                "permission_mode": permission_mode,
-            }
-        )
-    mcp = _install_mcp(agent, repo_root)
+    mcp = None
     try:
+        mcp = _equip(agent, repo_root)
+        if output_format == "stream-json":
+            output.emit(
+                {
+                    "type": "system",
+                    "subtype": "init",
+                    "session_id": session_id,
+                    "cwd": str(repo_root),
+                    "model": model,
+                    "tools": agent.registry.names(),
+                    "permission_mode": permission_mode,
+                }
+            )
         if json_schema is not None:
             prompt += (
                 "\n\nYour final answer must be a single JSON value, and nothing else, that "
@@ -247,25 +248,29 @@ def run_ask(
             mcp.close()
 
 
-def _install_mcp(agent: Any, root: Path) -> Any:
-    """Give the agent the tools of the MCP servers configured in ``.mcp.json`` and the
-    settings' ``mcpServers``; ``None`` (and no ``mcp`` import) when none are configured."""
-    from harness.mcp_config import load_mcp_servers
+def _equip(agent: Any, root: Path) -> Any:
+    """Give the agent the bash sandbox (``sandbox`` in ``.team/settings.json``; default auto) and
+    the tools of the MCP servers of ``.mcp.json`` and the settings' ``mcpServers``. Returns the
+    MCP manager to close (``None``, and no ``mcp`` import, when no server is configured)."""
+    from harness.host_setup import install_mcp_tools, install_sandbox, open_mcp
+    from harness.settings import SandboxSettings
 
-    settings_path = root / ".team" / "settings.json"
+    path = root / ".team" / "settings.json"
     raw: dict[str, Any] = {}
-    if settings_path.exists():
+    try:
+        if path.exists():
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        install_sandbox(agent, SandboxSettings.model_validate(raw.get("sandbox") or {}))
+        servers = raw.get("mcpServers") or {}
+    except (ValueError, AttributeError) as exc:
+        raise click.ClickException(f"{path}: {exc}") from exc
+    manager = open_mcp(root, servers)
+    if manager is not None:
         try:
-            raw = json.loads(settings_path.read_text(encoding="utf-8")).get("mcpServers") or {}
-        except (ValueError, AttributeError) as exc:
-            raise click.ClickException(f"{settings_path}: {exc}") from exc
-    if not load_mcp_servers(root, raw):
-        return None
-    from harness.mcp_catalog import install_mcp
-    from harness.mcp_client import McpManager
-
-    manager = McpManager.from_config(root, raw)
-    install_mcp(agent, manager)
+            install_mcp_tools(agent, manager)
+        except BaseException:
+            manager.close()
+            raise
     return manager
 
 

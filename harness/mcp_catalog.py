@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -71,9 +71,11 @@ class McpToolset:
         servers: Sequence[str] | None = None,
         *,
         budget_chars: int | None = None,
+        only: Callable[[str], bool] | None = None,
     ) -> McpToolset:
-        """Start ``servers`` (default: all configured) and collect their tools; a server that
-        fails to start is left out, with its error in ``errors`` (and the prompt section)."""
+        """Start ``servers`` (default: all configured) and collect their tools (those whose
+        model-facing name ``only`` accepts, when given); a server that fails to start is left out,
+        with its error in ``errors`` (and the prompt section)."""
         names = list(servers) if servers is not None else manager.names()
         errors: list[str] = []
 
@@ -98,6 +100,7 @@ class McpToolset:
         tools = [
             make_tool(manager, by_pair[pair], name, max_description=max_desc)
             for pair, name in assigned.items()
+            if only is None or only(name)
         ]
         return cls(manager, tools, servers=names, errors=errors, budget_chars=budget_chars)
 
@@ -244,11 +247,16 @@ def install_mcp(
     servers: Sequence[str] | None = None,
     *,
     budget_chars: int | None = None,
+    only: Callable[[str], bool] | None = None,
 ) -> McpToolset:
     """Give ``agent`` the MCP tools of ``servers`` (default: all), sharing ``manager``'s
-    sessions; adds the "MCP servers" prompt section. Call once, before the agent's first turn."""
-    toolset = McpToolset.build(manager, servers, budget_chars=budget_chars)
+    sessions; adds the "MCP servers" prompt section. ``only`` (a predicate on tool names) keeps
+    the agent to some of the tools, ``search_tools`` excepted. Call once, before the agent's
+    first turn."""
+    toolset = McpToolset.build(manager, servers, budget_chars=budget_chars, only=only)
     for tool in toolset.initial_tools():
+        if only is not None and tool.name != SEARCH_TOOL and not only(tool.name):
+            continue
         if tool.name not in agent.registry:
             agent.registry.add(tool)
     toolset.bind(agent.registry)
