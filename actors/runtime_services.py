@@ -2,6 +2,12 @@
 
 A mixin of ``TeamRuntime`` (``actors.runtime``) over ``Hosting``: the team tools call these from
 actor threads.
+
+Worktree bookkeeping lives here too: with ``team.worktree_per_task`` an idle teammate asks
+``ensure_task_worktree`` before it claims a task (the worktree is created while the task is still
+pending and unowned), and the worktrees this runtime locked for a claim are unlocked as soon as
+the board shows the claim gone (completed, released, reaped as ``owner_dead``, or the member
+stopped).
 """
 
 from __future__ import annotations
@@ -9,6 +15,7 @@ from __future__ import annotations
 import logging
 import uuid
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 from actors.errors import ClaimRefused, DuplicateMember, TeamError, UnknownMember
@@ -30,6 +37,10 @@ class Services(Supervising):
 
     scheduler: Any
     shutdown_timeout_s: float
+
+    def _init_hosting(self) -> None:
+        super()._init_hosting()
+        self._locked_worktrees: set[str] = set()
 
     def _lease(self, name: str) -> ExitStack:
         from mailboxes.errors import LeaseHeld
@@ -56,7 +67,7 @@ class Services(Supervising):
         try:
             tid = spec.task_id
             if (
-                spec.worktree
+                (spec.worktree or self.settings.team.worktree_per_task)
                 and tid is not None
                 and self.worktrees is not None
                 and self.board.state.task(tid).worktree is None
@@ -119,6 +130,69 @@ class Services(Supervising):
             tokens_used=tokens,
             hosted_here=here,
         )
+
+    # -- worktrees -----------------------------------------------------------------------------
+
+    @property
+    def worktree_per_task(self) -> bool:
+        """``team.worktree_per_task`` is on and this runtime runs the Worktrees actor."""
+        return self.worktrees is not None and self.settings.team.worktree_per_task
+
+    def ensure_task_worktree(self, task_id: str) -> bool:
+        """Bind a worktree named after ``task_id`` (pending, unowned) before it is claimed. True
+        when the task has a worktree now; False when none could be made (logged)."""
+        handle = self.worktrees
+        if handle is None:
+            return False
+        task = self.board.refresh().tasks.get(task_id)
+        if task is None or task.worktree is not None:
+            return task is not None
+        try:
+            handle.create_for_task(task_id)
+        except TeamError as exc:
+            task = self.board.refresh().tasks.get(task_id)
+            if task is not None and task.worktree is not None:
+                return True  # another teammate's create won the race
+            log.warning("no worktree for %s: %s", task_id, exc)
+            return False
+        return True
+
+    def worktree(self, name: str, *, claimed: bool) -> Path | None:
+        path = super().worktree(name, claimed=claimed)
+        with self._lock:
+            if claimed and self.worktrees is not None:
+                self._locked_worktrees.add(name)
+            else:
+                self._locked_worktrees.discard(name)
+        return path
+
+    def board_changed(self) -> None:
+        self._unlock_unclaimed()
+        super().board_changed()
+
+    def _release_claim(self, name: str, reason: str) -> None:
+        super()._release_claim(name, reason)
+        self._unlock_unclaimed()
+
+    def _unlock_unclaimed(self) -> None:
+        """Unlock the worktrees this runtime locked whose task is no longer claimed."""
+        handle = self.worktrees
+        with self._lock:
+            names = list(self._locked_worktrees)
+        if handle is None or not names:
+            return
+        state = self.board.state
+        for name in names:
+            record = state.worktrees.get(name)
+            task = state.tasks.get(record.task_id) if record and record.task_id else None
+            if task is not None and task.status == "in_progress":
+                continue
+            with self._lock:
+                self._locked_worktrees.discard(name)
+            try:
+                handle.unlock(name)
+            except Exception as exc:  # bookkeeping only (reconcile unlocks it at the next start)
+                log.warning("worktree %s: unlock failed: %s", name, exc)
 
     def request_shutdown(self, name: str, *, by: str) -> str:
         state = self.board.refresh()

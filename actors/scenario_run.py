@@ -93,11 +93,14 @@ class ScenarioResult:
 
 
 def capabilities() -> frozenset[Capability]:
-    """What the runtime supports now (a scenario ``requires`` a subset)."""
-    from actors.tools import LEAD_TOOL_NAMES
+    """What the runtime supports now (a scenario ``requires`` a subset): ``worktrees`` when the
+    lead of a runtime with worktrees gets ``create_worktree`` and ``merge_worktree`` and git is
+    installed."""
+    from actors.tools import WORKTREE_TOOL_NAMES
 
     found: set[Capability] = set()
-    if "create_worktree" in LEAD_TOOL_NAMES and "merge_worktree" in LEAD_TOOL_NAMES:
+    wanted = {"create_worktree", "merge_worktree"}
+    if wanted <= set(WORKTREE_TOOL_NAMES) and shutil.which("git") is not None:
         found.add("worktrees")
     return frozenset(found)
 

@@ -9,7 +9,10 @@ input states the task id, subject, description, the outcomes of its dependencies
 directory. A turn that ends runs the ``TeammateIdle`` hook (exit 2 = keep working with the hook's
 feedback, at most ``MAX_IDLE_HOOK_ROUNDS`` times in a row), then sends an ``idle_notification`` to the lead carrying the final text and task
 id. While IDLE it wakes on its inbox and on the board changing, and claims the lowest-id ready task
-its role may take (``Board.claim_next``, atomic across processes).
+its role may take (``Board.claim_next``, atomic across processes). When the host runs with
+``team.worktree_per_task`` (``host.worktree_per_task``), it first has a worktree bound to that
+task (``host.ensure_task_worktree``, while the task is still pending and unowned), then claims
+that very task; if another teammate was faster it tries the next one.
 
 Without a task, or while its task needs a plan that is not approved for the current claim, its
 tools run read-only (plan mode): it may read and message, not write files or run commands.
@@ -44,6 +47,9 @@ __all__ = ["Teammate", "task_brief"]
 
 MAX_IDLE_HOOK_ROUNDS = 3
 """A TeammateIdle hook may send the teammate back to work this many times in a row."""
+
+MAX_CLAIM_ATTEMPTS = 8
+"""With ``worktree_per_task``: candidates tried in one go before waiting for the next change."""
 
 IdleClock = Callable[[float, Callable[[], None]], Callable[[], None]]
 """``arm(seconds, callback) -> cancel``: the idle-timeout timer (injected for tests)."""
@@ -186,8 +192,7 @@ class Teammate(AgentActor):
         state = board.refresh()
         held = state.holding(self.name)
         if held is None and state.ready(self.role, any_role=False):
-            result = board.claim_next(self.name, role=self.role)
-            held = result.task if result.ok else None
+            held = self._claim_next()
         if held is None:
             if self.task_id is not None:
                 self._drop_task()
@@ -197,6 +202,22 @@ class Teammate(AgentActor):
         self._adopt(held)
         self.host.emit({"type": "claimed", "agent": self.name, "task_id": held.id})
         return self.start_turn(task_brief(held, board.state.tasks, self.agent.cwd))
+
+    def _claim_next(self) -> Task | None:
+        board = self.host.board
+        ensure = getattr(self.host, "ensure_task_worktree", None)
+        if ensure is None or not getattr(self.host, "worktree_per_task", False):
+            result = board.claim_next(self.name, role=self.role)
+            return result.task if result.ok else None
+        for _ in range(MAX_CLAIM_ATTEMPTS):  # each round, a faster teammate may take the task
+            ready = board.refresh().ready(self.role, any_role=False)
+            if not ready:
+                return None
+            ensure(ready[0].id)  # if none could be made, the task is still worked (in the root)
+            result = board.claim(ready[0].id, self.name)
+            if result.ok:
+                return result.task
+        return None
 
     # -- AgentActor hooks ----------------------------------------------------------------------
 

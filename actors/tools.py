@@ -5,6 +5,10 @@ runtime adds them to each agent's registry next to the harness's file and shell 
 tool acts for ``agent`` through ``TeamServices`` (journal-backed board, durable mail) and answers
 with short text, JSON where the answer is structured.
 
+When the services run a Worktrees actor (``services.worktrees``, as ``TeamRuntime`` does unless
+started with ``worktrees=False``), the lead also gets ``create_worktree`` and ``merge_worktree``
+(``WORKTREE_TOOL_NAMES``, after the others); no tool removes a worktree.
+
 ``hooks`` runs the ``TaskCreated``/``TaskCompleted`` hooks (default: the team settings' hooks);
 pass ``None`` explicitly via ``hooks=NO_HOOKS`` to run none.
 """
@@ -37,6 +41,7 @@ from actors.tools_lead import (
     UpdateTaskTool,
 )
 from actors.tools_teammate import ClaimTaskTool, CompleteTaskTool, ReleaseTaskTool, SubmitPlanTool
+from actors.tools_worktree import CreateWorktreeTool, MergeWorktreeTool, WorktreeOps, worktree_tools
 from harness.hooks import HookRunner
 from harness.tools.base import Tool
 
@@ -47,6 +52,7 @@ __all__ = [
     "LEAD_TOOL_NAMES",
     "NO_HOOKS",
     "TEAMMATE_TOOL_NAMES",
+    "WORKTREE_TOOL_NAMES",
     "Seat",
     "TeamTool",
     "lead_tools",
@@ -86,6 +92,14 @@ LEAD_TOOL_NAMES: tuple[str, ...] = tuple(t.name for t in _LEAD)
 """Names of the lead's team tools, in the order ``lead_tools`` returns them."""
 TEAMMATE_TOOL_NAMES: tuple[str, ...] = tuple(t.name for t in _TEAMMATE)
 """Names of a teammate's team tools, in the order ``teammate_tools`` returns them."""
+WORKTREE_TOOL_NAMES: tuple[str, ...] = (CreateWorktreeTool.name, MergeWorktreeTool.name)
+"""The lead's worktree tools, added after ``LEAD_TOOL_NAMES`` when the team runs worktrees."""
+
+
+def worktree_ops(services: TeamServices) -> WorktreeOps | None:
+    """The services' Worktrees actor handle, if they run one."""
+    ops: WorktreeOps | None = getattr(services, "worktrees", None)
+    return ops
 
 
 def _seat(
@@ -105,9 +119,14 @@ def lead_tools(
     hooks: HookRunner | None = None,
     now: Callable[[], float] | None = None,
 ) -> list[Tool[Any]]:
-    """The lead's team tools, acting as ``agent``."""
+    """The lead's team tools, acting as ``agent`` (plus the worktree tools when the services
+    run worktrees)."""
     seat = _seat(services, agent, hooks, now)
-    return [cls(seat) for cls in _LEAD]
+    tools: list[Tool[Any]] = [cls(seat) for cls in _LEAD]
+    ops = worktree_ops(services)
+    if ops is not None:
+        tools.extend(worktree_tools(ops))
+    return tools
 
 
 def teammate_tools(

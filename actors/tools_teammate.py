@@ -4,10 +4,15 @@ Fencing: every write about the teammate's task carries the epoch of its current 
 board shows it now; the board checks it under the journal lock, so a teammate that lost its claim
 (presumed dead, released, re-claimed by someone else) cannot complete or release it. A refused
 claim is an ordinary answer, not an error.
+
+Completing a task bound to a worktree first commits whatever the teammate left uncommitted there
+on ``wt/<name>`` (through the Worktrees actor, with a message naming the task), then journals
+``task.completed``, then unlocks the worktree: the branch the lead merges holds all the work.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from pydantic import Field
@@ -17,7 +22,10 @@ from actors.protocols import submit_plan
 from actors.state import Task
 from actors.team_hooks import run_task_completed_hook
 from actors.tools_base import Input, TeamTool, as_json, task_detail
+from actors.worktree_messages import completion_message
 from harness.tools.base import ToolContext, ToolError, ToolOutput
+
+log = logging.getLogger(__name__)
 
 
 def _held(tool: TeamTool[Any], tid: str) -> Task:
@@ -79,10 +87,24 @@ class CompleteTaskTool(TeamTool[CompleteTaskInput]):
                 "Address this, then call complete_task again.",
                 is_error=True,
             )
+        worktrees = getattr(self.services, "worktrees", None)
+        commit = None
+        if task.worktree is not None and worktrees is not None:
+            message = completion_message(task.id, task.subject, self.agent)
+            commit = worktrees.commit_all(task.worktree, message)  # a failure refuses completion
         done = self.services.board.complete(task.id, self.agent, task.epoch, args.summary)
         text = f"Completed {task.id}."
+        if commit is not None:
+            text += (
+                f" Your uncommitted changes were committed on wt/{task.worktree} ({commit[:12]})."
+            )
         if done.unblocked:
             text += " Now ready: " + ", ".join(done.unblocked) + "."
+        if task.worktree is not None and worktrees is not None:
+            try:
+                worktrees.unlock(task.worktree)
+            except Exception as exc:  # bookkeeping only: the completion stands
+                log.warning("worktree %s: unlock failed: %s", task.worktree, exc)
         return ToolOutput(text)
 
 

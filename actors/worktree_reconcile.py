@@ -5,6 +5,9 @@ reports, and changes things only when asked: ``prune`` runs ``git worktree prune
 removes a half-created worktree (in git, not in the journal — what a crash between the git step
 and the journal step of create leaves) when it holds no work of its own, and journals
 ``worktree.removed`` for a journaled worktree git no longer has, unless its task is claimed.
+One thing is always set right, being the runtime's own bookkeeping: a worktree left
+``git worktree lock``ed while its task is not claimed (a runtime that died before unlocking) is
+unlocked, and the unlock is listed in ``repaired``.
 """
 
 from __future__ import annotations
@@ -75,7 +78,7 @@ def reconcile(git: Git, board: Board, *, prune: bool, repair: bool) -> Reconcile
     entries = git.worktrees()
     paths = [root / r.path for r in state.worktrees.values()] + [e.path for e in entries]
     drifts = compare(root, state.worktrees, entries, exists=_exists(paths))
-    repaired: list[str] = []
+    repaired = _unlock_stale(git, state, entries)
     if prune:
         git.run("worktree", "prune")
     if repair:
@@ -142,3 +145,19 @@ def _forget_missing(git: Git, board: Board, state: TeamState, drifts: Sequence[D
 
     board.execute(decision)
     return [f"journaled worktree.removed for {name} (its directory is gone)" for name in gone]
+
+
+def _unlock_stale(git: Git, state: TeamState, entries: Sequence[GitWorktree]) -> list[str]:
+    """Unlock journaled worktrees git has locked while their task is not claimed."""
+    locked = {e.path for e in entries if e.locked}
+    done = []
+    for record in state.worktrees.values():
+        path = git.root / record.path
+        if record.removed or path not in locked:
+            continue
+        task = state.tasks.get(record.task_id) if record.task_id else None
+        if task is not None and task.status == "in_progress":
+            continue
+        git.run("worktree", "unlock", str(path), check=False)
+        done.append(f"unlocked worktree {record.name} (its task is not claimed)")
+    return done

@@ -19,6 +19,11 @@ SCENARIOS = list_scenarios()
 RUNNABLE = [s for s in SCENARIOS if set(s.requires) <= capabilities()]
 
 
+def test_every_bundled_scenario_is_runnable() -> None:
+    assert "parallel-refactor" in {s.name for s in RUNNABLE}
+    assert RUNNABLE == SCENARIOS
+
+
 @pytest.mark.parametrize("scenario", RUNNABLE, ids=[s.name for s in RUNNABLE])
 def test_scenario_passes_in_process(scenario: Scenario, tmp_path: Path) -> None:
     result = run_scenario(scenario, workdir=tmp_path)
