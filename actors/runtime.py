@@ -41,7 +41,6 @@ from actors.runtime_services import RuntimeBusy, Services
 from actors.runtime_stop import FORCE_PREFIX
 from actors.settings import Settings, load_settings
 from actors.supervisor import Supervisor
-from harness.host_setup import open_mcp
 from mailboxes.events import MemberSpawned, MemberStatusChanged
 
 __all__ = ["RuntimeBusy", "TeamRuntime"]
@@ -106,7 +105,6 @@ class TeamRuntime(Services):
         self.jobs: Any = None
         self.job_runner = None
         self.worktrees: Any = None
-        self.mcp = None
         self._want_worktrees = worktrees and join is None
         self._watcher: Any = None
         from actors.permission_requests import JournalDecisions
@@ -158,9 +156,10 @@ class TeamRuntime(Services):
             self._start_jobs()
         if self._want_worktrees:
             self._start_worktrees()
-        self.mcp = open_mcp(self.repo_root, self.settings.mcp_servers)  # one per runtime, shared
+        from actors.runtime_members import open_team_mcp
         from mailboxes.watch import FileWatcher
 
+        self.mcp = open_team_mcp(self.repo_root, self.settings)  # one per runtime, shared
         team.mailbox.ensure_inbox(self.lead_name)
         self._watcher = FileWatcher(
             [team.repo.team_dir / "mailboxes", team.repo.team_dir / "journal.jsonl"],

@@ -99,6 +99,7 @@ class Hosting:
         self._emit_lock = threading.Lock()
         self._stopping = False
         self._permission_waits: set[str] = set()
+        self.mcp = None
 
     # -- AgentHost -----------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from harness.agent import Agent, AgentConfig
-from harness.host_setup import install_mcp_tools, install_sandbox
+from harness.host_setup import install_mcp_tools, install_sandbox, open_mcp
 
 if TYPE_CHECKING:
     from actors.services import TeamServices
@@ -37,6 +37,7 @@ __all__ = [
     "build_agent",
     "default_tools",
     "missing_key_message",
+    "open_team_mcp",
     "scripted_models",
 ]
 
@@ -96,6 +97,18 @@ def scripted_models(path: str | Path) -> ModelClient:
     from harness.scripted import ScriptedModel
 
     return ScriptedModel(Path(path))
+
+
+def open_team_mcp(root: Path, settings: Settings) -> McpManager | None:
+    """The runtime's one MCP manager (shared by its agents; ``None`` when no server is
+    configured); a configuration that does not parse is a ``TeamError`` naming the file."""
+    from actors.errors import TeamError
+    from harness.mcp_config import McpError
+
+    try:
+        return open_mcp(root, settings.mcp_servers)
+    except McpError as exc:
+        raise TeamError(f"MCP servers: {exc}") from exc
 
 
 def default_tools(services: TeamServices, agent: str, kind: MemberKind) -> Sequence[Tool[Any]]:

@@ -129,3 +129,16 @@ def test_without_servers_the_runtime_has_no_manager(tmp_path: Path, stop_actors:
     stop_actors.append(rt)
     rt.start()
     assert rt.mcp is None
+
+
+def test_a_bad_mcp_json_stops_the_start_with_a_team_error(
+    tmp_path: Path, stop_actors: list[Any]
+) -> None:
+    from actors.errors import TeamError
+
+    root = team_repo(tmp_path)
+    (root / ".mcp.json").write_text(json.dumps({"mcpServers": {"time": {"args": ["x"]}}}))
+    rt = runtime(root, ScriptedModel({"agents": {}}))
+    stop_actors.append(rt)
+    with pytest.raises(TeamError, match=r"MCP servers: .*\.mcp\.json: MCP server 'time'"):
+        rt.start()
