@@ -6,7 +6,8 @@ processed, so a wake, user input or a stop is handled without waiting for the wh
 Mail: a ``Wake`` re-lists the Maildir inbox. Between turns the new batch opens a turn; during a
 turn it is injected (the loop attaches it after the next tool results) and several wakes coalesce.
 A message is acked (moved to ``cur/``) only after a model call that had it in its request
-succeeded; a crash before that redelivers it.
+succeeded and the answer is in the transcript (before that answer's tools run); a crash before
+that redelivers it.
 
 Handlers never let an exception escape (pykka would stop the actor and drop its queue): a failure
 marks the actor dead and is reported to the host, which tells the Supervisor.
@@ -24,7 +25,7 @@ import pykka
 
 from actors.messages import BoardChanged, Step, UserInput, Wake
 from harness.errors import HarnessError
-from harness.ports import TextBlock, ToolUseBlock
+from harness.ports import Message, TextBlock, ToolUseBlock
 
 if TYPE_CHECKING:
     from actors.board import Board
@@ -133,6 +134,11 @@ class AgentActor(pykka.ThreadingActor):
         self.last_text = ""
         self._queued: list[str] = []  # injected into the loop, not yet in the conversation
         self._attached: list[str] = []  # in the conversation, waiting for a model call to succeed
+        hooks = agent.loop.hooks
+        self._chained_on_message, hooks.on_message = hooks.on_message, self._on_message
+        # A crash between journaling ``member.spawned`` and creating the inbox leaves a member
+        # without one: whoever hosts it makes sure it exists (idempotent).
+        host.mailbox.ensure_inbox(self.name)
 
     # -- pykka hooks -------------------------------------------------------------------------
 
@@ -200,6 +206,15 @@ class AgentActor(pykka.ThreadingActor):
     def ack(self, ids: Sequence[str]) -> None:
         if ids:
             self.host.mailbox.ack(self.name, list(ids))
+
+    def _on_message(self, message: Message) -> None:
+        # A model answer is in the transcript: the mail it read is processed. Ack now, not
+        # after its tools ran: a crash while they run must not show the model that mail again.
+        if self._chained_on_message is not None:
+            self._chained_on_message(message)
+        if message.role == "assistant" and self._attached:
+            self.ack(self._attached)
+            self._attached = []
 
     def _on_wake(self) -> None:
         if self.in_turn:

@@ -268,11 +268,15 @@ class Agent:
         return self._spec_cache[1]
 
     def _is_read_only(self, call: ToolUseBlock) -> bool:
+        """Safe to run again after a crash cut it short (the dangling-call repair)."""
+        # Read-only *and* concurrency-safe: team tools count as read-only for permissions (plan
+        # mode allows them) but write the journal, and are not concurrency-safe.
         tool = self.registry.get(call.name)
         if tool is None:
             return False
         try:
-            return bool(tool.is_read_only(tool.input_model.model_validate(call.input)))
+            args = tool.input_model.model_validate(call.input)
+            return bool(tool.is_read_only(args) and tool.is_concurrency_safe(args))
         except ValidationError:
             return False
 
