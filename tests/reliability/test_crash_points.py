@@ -33,7 +33,7 @@ from tests.support.crash_team import (
 
 def _last_roles(root: Path) -> dict[str, tuple[str, bool]]:
     """Per agent: the role of its last transcript message and whether it asks for tools."""
-    out = {}
+    out: dict[str, tuple[str, bool]] = {}
     for path in (root / ".team" / "transcripts").glob("*.jsonl"):
         messages = load_transcript(path).messages
         if messages:
