@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from actors import approvals, cli_journal, cli_messages, cli_tasks, cli_team, cli_worktree
+from actors.cli_demo import COMMANDS as DEMO_COMMANDS
 from actors.cli_ops import COMMANDS as OPS_COMMANDS
 from actors.cli_run import COMMANDS as RUN_COMMANDS
 from actors.cli_scenario import COMMANDS as SCENARIO_COMMANDS
@@ -120,6 +121,8 @@ cli.add_command(cli_worktree.worktree)
 for _command in WATCH_COMMANDS:
     cli.add_command(_command)
 for _command in SCENARIO_COMMANDS:
+    cli.add_command(_command)
+for _command in DEMO_COMMANDS:
     cli.add_command(_command)
 
 

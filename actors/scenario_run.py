@@ -20,14 +20,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from actors.scenario_model import Capability, Scenario
 
-__all__ = ["Check", "RunOutcome", "ScenarioResult", "capabilities", "run_scenario"]
+__all__ = ["Check", "RunHooks", "RunOutcome", "ScenarioResult", "capabilities", "run_scenario"]
 
 _GIT = ("git", "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false")
 
@@ -42,6 +42,23 @@ class Check:
 
     def as_json(self) -> dict[str, Any]:
         return {"name": self.name, "ok": self.ok, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class RunHooks:
+    """Optional ways into a run (``teamctl demo`` shows its live view through them)."""
+
+    on_event: Callable[[Mapping[str, Any]], None] | None = None
+    """Told every runtime event too (from the runtime's threads)."""
+    on_start: Callable[[Any], None] | None = None
+    """Called with the started ``TeamRuntime``, before the prompt is submitted."""
+    before_stop: Callable[[Any], None] | None = None
+    """Called with the ``TeamRuntime`` once the run is over (idle or timed out), before it stops."""
+    latency_ms: int | None = None
+    """Replaces the script's latency per model call."""
+
+
+NO_HOOKS = RunHooks()
 
 
 @dataclass
@@ -200,16 +217,31 @@ def _settle(rt: Any, deadline: float) -> bool:
 
 
 def _drive(
-    scenario: Scenario, root: Path, model: Any, events: _Events, timeout_s: float
+    scenario: Scenario,
+    root: Path,
+    model: Any,
+    events: _Events,
+    timeout_s: float,
+    hooks: RunHooks = NO_HOOKS,
 ) -> tuple[bool, float]:
     """Run the team until idle (or the limit); True when it went idle."""
     from actors.runtime import TeamRuntime
 
     offset = scenario.clock_offset_s
     started = time.monotonic()
-    rt = TeamRuntime(root, model=model, on_event=events, scheduler=offset == 0)
+    tap = hooks.on_event
+
+    def on_event(event: Mapping[str, Any]) -> None:
+        events(event)
+        if tap is not None:
+            tap(event)
+
+    rt = TeamRuntime(root, model=model, on_event=on_event, scheduler=offset == 0)
+    idle = False
     try:
         rt.start()
+        if hooks.on_start is not None:
+            hooks.on_start(rt)
         if offset:
             from actors.scheduler import MaildirDelivery, SchedulerHandle
 
@@ -219,17 +251,29 @@ def _drive(
             )
         rt.submit(scenario.prompt)
         idle = _settle(rt, time.monotonic() + timeout_s)
+        if hooks.before_stop is not None:
+            hooks.before_stop(rt)
     finally:
         rt.stop()
     return idle, time.monotonic() - started
 
 
-def execute(scenario: Scenario, root: Path, *, via_api: bool, timeout_s: float) -> RunOutcome:
+def execute(
+    scenario: Scenario,
+    root: Path,
+    *,
+    via_api: bool,
+    timeout_s: float,
+    hooks: RunHooks = NO_HOOKS,
+) -> RunOutcome:
     """Prepare ``root`` and run the team on it (scripted model in process, or through the API)."""
     from harness.scripted import ScriptedModel
 
     prepare_repo(scenario, root)
-    scripted = ScriptedModel(scenario.script)
+    script = scenario.script
+    if hooks.latency_ms is not None:
+        script = script.model_copy(update={"latency_ms": hooks.latency_ms})
+    scripted = ScriptedModel(script)
     events = _Events()
     script_errors: list[str] = []
     # ``python`` in a scenario (its commands, its agents' shells) is this interpreter.
@@ -244,11 +288,11 @@ def execute(scenario: Scenario, root: Path, *, via_api: bool, timeout_s: float) 
                 "PATH": path,
             }
             with _environ(env):
-                idle, seconds = _drive(scenario, root, None, events, timeout_s)
+                idle, seconds = _drive(scenario, root, None, events, timeout_s, hooks)
             script_errors = list(server.script_errors)
     else:
         with _environ({"PATH": path}):
-            idle, seconds = _drive(scenario, root, scripted, events, timeout_s)
+            idle, seconds = _drive(scenario, root, scripted, events, timeout_s, hooks)
     return RunOutcome(
         root=root,
         idle=idle,
