@@ -2,7 +2,10 @@
 
 ``run [PROMPT]`` starts (or continues) the team with a lead; ``--headless`` runs until the team is
 idle and exits (``--output-format stream-json``: one JSON event per line, then a ``result``);
-without it a line console feeds the lead (``/status``, ``/tasks``, ``/stop NAME``, ``/quit``).
+without it a line console feeds the lead (``/status``, ``/tasks``, ``/watch``, ``/stop NAME``,
+``/quit``) and keeps a live status line: who is working on what and the task counts, printed again
+each time it changes. It is redrawn from the runtime's events (``actors.demo.LiveFeed`` over the
+running team), never on a timer; to a terminal it is coloured, to a pipe it is plain text.
 ``resume`` is ``run`` without a prompt. ``join NAME`` hosts one existing teammate in this process
 next to a running runtime. ``stop NAME [--force]`` asks a teammate to shut down (or stops it now).
 
@@ -25,6 +28,8 @@ import click
 from actors.cli_common import echo_json_line
 
 if TYPE_CHECKING:
+    from actors.demo import LiveFeed
+    from actors.live_snapshot import Snapshot
     from actors.runtime import TeamRuntime
 
 EXIT_OK, EXIT_NOT_IDLE = 0, 1
@@ -78,6 +83,53 @@ class _Printer:
             line = _text_line(event)
             if line:
                 click.echo(line)
+
+    def line(self, text: str) -> None:
+        """One line of its own (not interleaved with an event's)."""
+        with self._lock:
+            click.echo(text)
+
+
+def status_line(snap: Snapshot) -> str:
+    """Who is working on what, and the task counts, on one line."""
+    people = []
+    for m in snap.members:
+        if m.status == "stopped":
+            continue
+        text = f"{m.name} {m.status}"
+        if m.task_id:
+            text += f" on {m.task_id}" + (f" in {m.worktree}" if m.worktree else "")
+        people.append(text)
+    n = snap.task_counts()
+    parts = [*people, f"tasks {n['in_progress']} in progress, {n['ready']} ready, "]
+    parts[-1] += f"{n['blocked']} blocked, {n['completed']} done"
+    if snap.approvals:
+        parts.append(f"{len(snap.approvals)} awaiting approval")
+    return "── " + " · ".join(parts) + " ──"
+
+
+class _StatusLine:
+    """Shows each live snapshot as a status line, when the line changed."""
+
+    def __init__(self, printer: _Printer, *, styled: bool) -> None:
+        self.printer = printer
+        self.styled = styled
+        self.last = ""
+
+    def __call__(self, snap: Snapshot) -> None:
+        line = status_line(snap)
+        if line == self.last:
+            return
+        self.last = line
+        self.printer.line(click.style(line, fg="cyan") if self.styled else line)
+
+
+def _tee(*sinks: Any) -> Any:
+    def on_event(event: Mapping[str, Any]) -> None:
+        for sink in sinks:
+            sink(event)
+
+    return on_event
 
 
 def _text_line(event: Mapping[str, Any]) -> str | None:
@@ -144,15 +196,28 @@ def _run(
 
     source = _model_source(script)
     printer = _Printer(output_format)
+    interactive = not headless and sys.stdin.isatty()
+    feed = None
+    if interactive and output_format == "text":
+        from actors.demo import LiveFeed
+
+        feed = LiveFeed(_StatusLine(printer, styled=sys.stdout.isatty()))
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     rt = TeamRuntime(
-        model=source, settings=_settings(model), on_event=printer, permission_mode=permission_mode
+        model=source,
+        settings=_settings(model),
+        on_event=printer if feed is None else _tee(printer, feed),
+        permission_mode=permission_mode,
     )
     try:
         rt.start()
+        if feed is not None:
+            from actors.live_load import LiveSource
+
+            feed.attach(LiveSource(rt.team))
         if prompt:
             rt.submit(prompt)
-        if headless or not sys.stdin.isatty():
+        if not interactive:
             idle = rt.wait_idle(timeout)
             summary = _summary(rt, idle)
             rt.stop()  # the result is the last line: after the stop's own events
@@ -161,20 +226,22 @@ def _run(
             else:
                 click.echo(f"team idle: tasks {summary['tasks']}" if idle else "team not idle")
             return EXIT_OK if idle else EXIT_NOT_IDLE
-        _console(rt)
+        _console(rt, feed)
         return EXIT_OK
     except (_Terminated, KeyboardInterrupt):
         click.echo("stopping the team", err=True)
         return 130
     finally:
+        if feed is not None:
+            feed.close()  # the last status line, while the team is still open
         rt.stop()
         signal.signal(signal.SIGTERM, previous)
 
 
-def _console(rt: TeamRuntime) -> None:
+def _console(rt: TeamRuntime, feed: LiveFeed | None = None) -> None:
     """A line console for the lead: text goes to the lead; ``/`` commands act on the team."""
     click.echo(
-        "Type to talk to the lead; /status, /tasks, /approve ID, /reject ID FEEDBACK, "
+        "Type to talk to the lead; /status, /tasks, /watch, /approve ID, /reject ID FEEDBACK, "
         "/stop NAME, /quit.",
         err=True,
     )
@@ -190,12 +257,23 @@ def _console(rt: TeamRuntime) -> None:
         elif line == "/tasks":
             for t in rt.board.refresh().tasks.values():
                 click.echo(f"{t.id} [{t.status}] {t.owner or '-'} {t.subject}")
+        elif line == "/watch":
+            _panel(rt, feed)
         elif line.startswith("/stop "):
             rt.request_shutdown(line.split(None, 1)[1].strip(), by="lead")
         elif line.startswith(("/approve ", "/reject ")):
             _answer(rt, line)
         else:
             rt.submit(line)
+
+
+def _panel(rt: TeamRuntime, feed: LiveFeed | None) -> None:
+    """``/watch``: the whole live view once (members, tasks, inboxes, jobs, cron, worktrees)."""
+    from actors.cli_common import console
+    from actors.live import LiveSource, render
+
+    snap = feed.last if feed is not None else None
+    console().print(render(snap if snap is not None else LiveSource(rt.team).load()))
 
 
 def _answer(rt: TeamRuntime, line: str) -> None:
