@@ -71,3 +71,22 @@ def test_reconcile_unlocks_a_worktree_left_locked_by_a_claim_that_is_gone(env: E
     report = env.wt.reconcile()
     assert report.repaired == ("unlocked worktree a (its task is not claimed)",)
     assert _locked(env.root) == [] and report.clean
+
+
+def test_worktree_per_task_gives_a_task_assigned_at_spawn_its_own_worktree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stop_actors: list[Any]
+) -> None:
+    root = make_repo(tmp_path, monkeypatch)
+    (root / ".team" / "settings.json").write_text('{"team": {"worktree_per_task": true}}')
+    rt = runtime(root, ScriptedModel(_QUIET), tools=default_tools, worktrees=True)
+    stop_actors.append(rt)
+    rt.start()
+    assert rt.worktree_per_task
+    rt.board.create("assigned")
+    rt.spawn_teammate(TeammateSpec(name="w1", task_id="task_1"), by="lead")
+    task = rt.board.refresh().tasks["task_1"]
+    assert (task.owner, task.worktree) == ("w1", "task_1")
+    assert rt.wait_idle(timeout=30)
+    assert _locked(root) == [str(root / ".worktrees" / "task_1")]
+    assert rt.ensure_task_worktree("task_1")  # it has one: nothing more to make
+    assert not rt.ensure_task_worktree("task_9")  # no such task
