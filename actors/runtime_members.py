@@ -77,7 +77,11 @@ def missing_key_message() -> str | None:
 
 
 def anthropic_models(fallback: str | None = None) -> ModelFactory:
-    """One ``AnthropicModel`` per agent (the SDK is imported on the first call)."""
+    """One ``AnthropicModel`` per agent (the SDK is imported on the first call), all sharing
+    one ``BackoffGate``: a 429/529 told to one agent makes every agent wait."""
+    from harness.backoff import BackoffGate
+
+    gate = BackoffGate()
 
     def make(agent: str, model: str) -> ModelClient:
         base = os.environ.get("ANTHROPIC_BASE_URL", "")
@@ -87,7 +91,7 @@ def anthropic_models(fallback: str | None = None) -> ModelFactory:
             os.environ["ANTHROPIC_API_KEY"] = "fake-api-key"  # a local fake API needs no key
         from harness.anthropic_model import AnthropicModel
 
-        return AnthropicModel(model, fallback_model=fallback)
+        return AnthropicModel(model, fallback_model=fallback, gate=gate)
 
     return make
 

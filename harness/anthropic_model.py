@@ -12,6 +12,10 @@ through the injected ``Clock`` and every decision is visible:
 - prompt too long: ``PromptTooLong`` (the loop compacts once and retries).
 - anything else, or retries exhausted: ``ModelError(kind, status)``.
 
+Backoff is shared: a 429 or 529 wait holds the ``BackoffGate`` (pass one gate to every client of
+a process, as the team runtime does) and every client waits at it before each request, so
+teammates slow down together instead of stampeding.
+
 Importing this module imports the SDK (slow); import it only where a model is needed.
 """
 
@@ -26,6 +30,7 @@ from typing import Any
 import anthropic
 
 from harness.anthropic_recovery import Failure, classify
+from harness.backoff import BackoffGate
 from harness.clock import SystemClock
 from harness.errors import ModelError, PromptTooLong
 from harness.ports import (
@@ -42,6 +47,7 @@ from harness.pricing import cost_usd
 from harness.wire import AGENT_HEADER, request_to_api, response_from_api
 
 CUT_OFF_NOTE = "[output cut off at the token limit]"
+_SHARED = frozenset({"rate_limit", "overloaded"})
 
 
 def continuation_prompt(dropped: ToolUseBlock | None) -> str:
@@ -105,6 +111,7 @@ class AnthropicModel:
         thinking: dict[str, Any] | None = None,
         rng: random.Random | None = None,
         on_call: Callable[[CallRecord], None] | None = None,
+        gate: BackoffGate | None = None,
     ) -> None:
         self.model = model
         self.fallback_model = fallback_model
@@ -122,6 +129,7 @@ class AnthropicModel:
         self.thinking = thinking
         self._rng = rng or random.Random()
         self._on_call = on_call
+        self.gate = gate or BackoffGate()
         self._lock = threading.Lock()
         self._calls: list[CallRecord] = []
 
@@ -200,6 +208,7 @@ class AnthropicModel:
         attempt = overloaded_in_row = 0
         while True:
             attempt += 1
+            self.gate.wait(self._clock)
             try:
                 return self._call_once(request, model), model, attempt
             except Exception as exc:
@@ -227,7 +236,10 @@ class AnthropicModel:
             ):
                 model, overloaded_in_row = self.fallback_model, 0
                 continue  # a different model: no reason to wait
-            self._clock.sleep(self._delay_for(failure, attempt))
+            delay = self._delay_for(failure, attempt)
+            if failure.kind in _SHARED:  # the API is saturated: every client waits
+                self.gate.hold(self._clock.monotonic() + delay)
+            self._clock.sleep(delay)
 
     def _delay_for(self, failure: Failure, attempt: int) -> float:
         if failure.kind == "rate_limit" and failure.retry_after is not None:

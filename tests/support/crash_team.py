@@ -52,18 +52,36 @@ _BACKLOG = [
 _SPAWN = [
     {"name": "spawn_teammate", "input": {"name": name, "prompt": "Work."}} for name in ("w1", "w2")
 ]
+
+
+def _recovery_rules() -> list[dict[str, Any]]:
+    """After a crash cut the lead's batch short, it lists the board and the team: these rules
+    redo what is missing (the batch runs in order, so what exists is a prefix of it)."""
+    has = '(?=.*"subject": "{}")'.format
+    lacks = '(?!.*"subject": "{}")'.format
+    rules = []
+    for k, subject in enumerate(SUBJECTS):
+        match = "(?s)^" + has(SUBJECTS[k - 1]) + lacks(subject) if k else "No tasks\\."
+        rest = _BACKLOG[k : len(SUBJECTS)]
+        rules.append(
+            {"match": match, "priority": 2, "text": "Redoing.", "tool_uses": rest + _SPAWN}
+        )
+    rules.append({"match": "No teammates yet\\.", "priority": 1, "tool_uses": _SPAWN})
+    alone = '(?s)^(?=.*"name": "w1")(?!.*"name": "w2")'
+    rules.append({"match": alone, "priority": 1, "tool_uses": _SPAWN[1:]})
+    return rules
+
+
 _LEAD: dict[str, Any] = {
     "rules": [
-        {"match": PROMPT, "priority": 1, "text": "Splitting.", "tool_uses": _BACKLOG + _SPAWN},
-        # After a crash a real model would verify; this one checks the board and the team and
-        # redoes only what is missing.
+        {"match": PROMPT, "priority": 3, "text": "Splitting.", "tool_uses": _BACKLOG + _SPAWN},
+        # After a crash a real model would verify; this one checks the board and the team.
         {
             "match": UNKNOWN,
-            "priority": 1,
+            "priority": 3,
             "tool_uses": [_call("list_tasks", status="all"), _call("list_teammates")],
         },
-        {"match": "No tasks\\.", "priority": 1, "text": "Again.", "tool_uses": _BACKLOG + _SPAWN},
-        {"match": "No teammates yet\\.", "priority": 1, "text": "Staffing.", "tool_uses": _SPAWN},
+        *_recovery_rules(),
         {"match": REMINDER, "text": "Reminder noted."},
         {"match": "(?s).", "text": "Noted.", "priority": -1},
         {"match": "^$", "text": "Noted.", "priority": -2},
