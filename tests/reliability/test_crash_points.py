@@ -14,12 +14,27 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
+from pydantic import BaseModel, ConfigDict
 
-from harness.ports import ToolUseBlock
-from harness.transcript import load_transcript
+from actors.factory import open_team
+from harness.agent import Agent, AgentConfig
+from harness.ports import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from harness.scripted import ScriptedModel
+from harness.tools.base import PermissionRequest, PolicyVerdict, Tool, ToolContext, ToolOutput
+from harness.transcript import OUTCOME_UNKNOWN, Transcript, load_transcript
 from mailboxes.crashpoints import CrashPlan, parse_crash_at
+from mailboxes.events import MemberSpawned, draft
+from tests.actors.runtime_support import (
+    Gate,
+    runtime,
+    stop_actors,
+    stuck_tool,
+    team_repo,
+    tools_with,
+)
 from tests.support.crash_team import (
     REMINDER,
     after_crash,
@@ -29,6 +44,8 @@ from tests.support.crash_team import (
     running,
     seed_team,
 )
+
+__all__ = ["stop_actors"]
 
 
 def _last_roles(root: Path) -> dict[str, tuple[str, bool]]:
@@ -183,3 +200,113 @@ def test_the_process_is_killed_at_the_selected_passage(
     )
     assert out.returncode == code, out.stderr
     assert out.stdout.split()[-1] == str(last)
+
+
+# -- the fixes, one by one -----------------------------------------------------------------------
+
+
+def test_mail_is_acked_once_the_answer_is_persisted_before_its_tools_run(
+    tmp_path: Path, stop_actors: list[Any]
+) -> None:
+    """A crash while the tools run must not show the model that mail again (it would redo
+    the work: the crash-point suite saw the backlog created twice)."""
+    root = team_repo(tmp_path)
+    gate = Gate()
+    script = {
+        "agents": {
+            "lead": {
+                "rules": [
+                    {"match": "go", "once": True, "tool_uses": [{"name": "stuck", "input": {}}]},
+                    {"match": "(?s).", "text": "done", "priority": -1},
+                ]
+            }
+        }
+    }
+    rt = runtime(root, ScriptedModel(script), tools=tools_with(stuck_tool(gate)))
+    stop_actors.append(rt)
+    rt.start()
+    rt.send("user", "lead", "message", {"text": "go"})
+    try:
+        assert gate.entered.wait(30)
+        assert rt.mailbox.counts("lead") == (0, 1)  # in cur/ while the tool still runs
+    finally:
+        gate.release.set()
+    assert rt.wait_idle(timeout=30)
+
+
+def test_a_hosted_member_gets_its_inbox_back(tmp_path: Path, stop_actors: list[Any]) -> None:
+    """A crash between journaling ``member.spawned`` and creating the inbox left a member that
+    crashed at every restart (``UnknownRecipient``)."""
+    root = team_repo(tmp_path)
+    with open_team(root) as team:
+        body = MemberSpawned(name="w1", role="general", prompt="Work.")
+        team.board.execute(lambda _state: [draft(body.TYPE, "lead", body)])
+    assert not (root / ".team" / "mailboxes" / "w1").exists()
+    script = {"agents": {"*": {"rules": [{"match": "(?s).", "text": "ok"}]}}}
+    rt = runtime(root, ScriptedModel(script))
+    stop_actors.append(rt)
+    rt.start()
+    rt.send("lead", "w1", "message", {"text": "hello"})
+    assert rt.wait_idle(timeout=30)
+    assert rt.board.refresh().members["w1"].status != "crashed"
+    assert rt.mailbox.counts("w1") == (0, 1)
+
+
+class _AllowAll:
+    def before(
+        self, call: ToolUseBlock, request: PermissionRequest, ctx: ToolContext
+    ) -> PolicyVerdict:
+        return PolicyVerdict("allow")
+
+    def after(self, call: ToolUseBlock, output: ToolOutput, ctx: ToolContext) -> str | None:
+        return None
+
+
+class _EmptyInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Counter(Tool[_EmptyInput]):
+    """Read-only for permissions (like the team tools) but it writes: not concurrency-safe."""
+
+    name: ClassVar[str] = "count"
+    description: ClassVar[str] = "Counts its runs."
+    input_model: ClassVar[type[BaseModel]] = _EmptyInput
+
+    def __init__(self) -> None:
+        self.runs = 0
+
+    def is_read_only(self, args: _EmptyInput) -> bool:
+        return True
+
+    def run(self, args: _EmptyInput, ctx: ToolContext) -> ToolOutput:
+        self.runs += 1
+        return ToolOutput(f"run {self.runs}")
+
+
+def test_resume_does_not_rerun_a_call_that_only_counts_as_read_only(tmp_path: Path) -> None:
+    """A team tool (read-only for permissions, writing the journal) cut short by a crash was
+    re-run on resume: the crash-point suite saw tasks created twice."""
+    t = Transcript.for_agent(tmp_path / ".team" / "transcripts", "lead")
+    t.message(Message(role="user", content=(TextBlock(text="go"),)))
+    calls = (
+        ToolUseBlock(id="c", name="count", input={}),
+        ToolUseBlock(id="r", name="read_file", input={"path": "f.txt"}),
+    )
+    t.message(Message(role="assistant", content=calls))
+    t.close()
+    (tmp_path / "f.txt").write_text("text of f\n")
+    counter = _Counter()
+    agent = Agent(
+        AgentConfig(name="lead", model="m"),
+        root=tmp_path,
+        model=ScriptedModel({"agents": {"lead": {"rules": []}}}),
+        policy=_AllowAll(),
+        transcript_dir=tmp_path / ".team" / "transcripts",
+        extra_tools=[counter],
+        resume=True,
+    )
+    counted, read = agent.messages[-1].content
+    assert counter.runs == 0
+    assert isinstance(counted, ToolResultBlock) and counted.content == OUTCOME_UNKNOWN
+    assert isinstance(read, ToolResultBlock) and "text of f" in read.content  # re-run
