@@ -80,7 +80,9 @@ class MaildirDelivery:
         self._clock = clock
 
     def __call__(self, sender: str, draft: MessageDraft, message_id: str) -> None:
-        Maildir(self.root, self._clock, _OneId(message_id)).deliver(sender, draft)
+        box = Maildir(self.root, self._clock, _OneId(message_id))
+        if not box.holds(draft.to, message_id):  # delivered before a restart: once is enough
+            box.deliver(sender, draft)
 
 
 class Timer(Protocol):

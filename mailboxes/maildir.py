@@ -325,6 +325,11 @@ class Maildir:
 
     # -- housekeeping --------------------------------------------------------------------------
 
+    def holds(self, agent: str, message_id: str) -> bool:
+        """Whether ``agent``'s ``new`` or ``cur`` has a message with this id (keyed re-delivery)."""
+        box = self._require(agent)
+        return any(_id_of(n) == message_id for sub in ("new", "cur") for n in os.listdir(box / sub))
+
     def counts(self, agent: str) -> tuple[int, int]:
         """(messages in ``new``, messages in ``cur``)."""
         box = self._require(agent)

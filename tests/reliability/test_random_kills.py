@@ -17,6 +17,9 @@ from typing import Any
 
 import pytest
 
+from actors.scheduler import MaildirDelivery
+from mailboxes.maildir import Maildir
+from mailboxes.messages import MessageDraft
 from tests.e2e.team_support import wait_journal
 from tests.support.crash_team import after_crash, events, final_violations, running, seed_team
 
@@ -75,3 +78,20 @@ def test_random_sigkills_then_resume_lose_nothing(tmp_path: Path) -> None:
 @pytest.mark.parametrize("seed", [1, 2])
 def test_many_random_sigkills_then_resume_lose_nothing(tmp_path: Path, seed: int) -> None:
     _random_kills(tmp_path, kills=36, seed=seed)
+
+
+def test_a_cron_message_delivered_again_after_a_restart_stays_in_one_place(tmp_path: Path) -> None:
+    """Found by the loop above: the scheduler re-delivers each job's last firing at start (in
+    case a crash came between ``cron.fired`` and the delivery); a kill before the lead read the
+    copy left the same id in ``new/`` and ``cur/``."""
+    box = Maildir(tmp_path)
+    box.ensure_inbox("lead")
+    deliver = MaildirDelivery(tmp_path)
+    draft = MessageDraft(to="lead", type="cron_fired", body={"text": "remind"})
+    deliver("scheduler", draft, "m1")
+    deliver("scheduler", draft, "m1")  # a restart before the lead read it
+    assert box.counts("lead") == (1, 0)
+    box.ack("lead", ["m1"])
+    deliver("scheduler", draft, "m1")  # a restart after
+    assert box.counts("lead") == (0, 1) and box.holds("lead", "m1")
+    assert not box.holds("lead", "m2")
