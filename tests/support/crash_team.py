@@ -10,10 +10,12 @@ complete tasks. Every named crash point is on that path.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -176,9 +178,38 @@ def running(root: Path, script: Path, *, crash_at: str | None = None) -> Iterato
     try:
         yield proc
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+        _kill_group(proc.pid)
         proc.communicate(timeout=60)
+        _kill_group(proc.pid)
+
+
+def _kill_group(pgid: int) -> None:
+    """SIGKILL the process group ``pgid`` (the run and anything it forked: a ``git`` child
+    outlives its killed parent for a moment) and wait until none of it runs."""
+    done = threading.Event()
+    for _ in range(500):
+        members = _group(pgid)
+        if not members:
+            return
+        for pid in members:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        done.wait(0.01)
+    raise AssertionError(f"process group {pgid} does not die: {_group(pgid)}")
+
+
+def _group(pgid: int) -> list[int]:
+    """Processes of group ``pgid`` that are not zombies."""
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            found.append(int(entry))
+    return found
 
 
 def run_to_completion(root: Path, script: Path) -> str:
