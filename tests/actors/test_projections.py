@@ -188,6 +188,6 @@ def test_syncing_an_older_state_never_regresses_files(tmp_path: Path) -> None:
     board.create("a")
     old = board.state
     board.update("task_1", subject="A")
-    Projections(tmp_path).sync(old)
+    Projections(tmp_path).sync(lambda: old)
     assert Projections(tmp_path).read_task("task_1")["subject"] == "A"  # type: ignore[index]
     assert replayed(tmp_path) == []
