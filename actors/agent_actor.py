@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pykka
 
+from actors.degraded import disk_full
 from actors.messages import BoardChanged, Step, UserInput, Wake
 from harness.errors import HarnessError
 from harness.ports import Message, TextBlock, ToolUseBlock
@@ -131,6 +132,8 @@ class AgentActor(pykka.ThreadingActor):
         self.turn = 0
         self.in_turn = False
         self.dead = False
+        self.parked = False  # a step held back while the runtime is degraded; a Wake resumes it
+        self.stalled = False  # a write failed for lack of space: the runtime brings it back
         self.last_text = ""
         self._queued: list[str] = []  # injected into the loop, not yet in the conversation
         self._attached: list[str] = []  # in the conversation, waiting for a model call to succeed
@@ -144,6 +147,8 @@ class AgentActor(pykka.ThreadingActor):
 
     def on_receive(self, message: Any) -> Any:
         if self.dead:
+            if self.stalled and isinstance(message, UserInput):  # kept for the next incarnation
+                getattr(self.host, "hold_input", lambda *_: None)(self.name, message.text)
             return None
         try:
             match message:
@@ -160,8 +165,12 @@ class AgentActor(pykka.ThreadingActor):
                 case _:
                     return self.on_other(message)
         except BaseException as exc:  # escaping would stop the actor silently
-            log.exception("agent %s failed", self.name)
-            self.fail(f"{type(exc).__name__}: {exc}")
+            full = disk_full(exc)
+            if full is not None:
+                self.stall(f"disk full: {full}")
+            else:
+                log.exception("agent %s failed", self.name)
+                self.fail(f"{type(exc).__name__}: {exc}")
         return None
 
     def on_stop(self) -> None:
@@ -217,6 +226,11 @@ class AgentActor(pykka.ThreadingActor):
             self._attached = []
 
     def _on_wake(self) -> None:
+        if self.parked:  # the runtime recovered: make the model call that was held back
+            self.parked = False
+            if self.in_turn:
+                self.actor_ref.tell(Step(turn=self.turn))
+            return
         if self.in_turn:
             batch = self.new_mail()
             if batch and not self.dead:
@@ -233,11 +247,13 @@ class AgentActor(pykka.ThreadingActor):
             self.host.set_busy(self.name, False)
 
     def _on_user_input(self, text: str) -> None:
-        if self.in_turn:
-            self.agent.inject(text)
-        else:
-            self.start_turn(text)
-        self.host.input_taken(self.name)
+        try:
+            if self.in_turn:
+                self.agent.inject(text)
+            else:
+                self.start_turn(text)
+        finally:  # in the transcript (or lost with a crashed turn): taken either way
+            self.host.input_taken(self.name)
 
     # -- turns ---------------------------------------------------------------------------------
 
@@ -265,6 +281,10 @@ class AgentActor(pykka.ThreadingActor):
         return True
 
     def _step(self) -> None:
+        paused = getattr(self.host, "paused", None)
+        if paused is not None and paused():  # degraded: no new model call until it recovers
+            self.parked = True
+            return
         before = list(self._attached)
         try:
             result = self.agent.step()
@@ -309,6 +329,20 @@ class AgentActor(pykka.ThreadingActor):
         self.host.set_busy(self.name, False)
         self.host.emit({"type": "error", "agent": self.name, "error": error})
         self.host.failed(self.name, error, self.generation)
+
+    def stall(self, reason: str) -> None:
+        """A write failed for lack of space (rolled back): not a crash. This incarnation stops
+        handling messages; the runtime goes degraded and, once space returns, brings the member
+        back from its transcript, which retries the interrupted work."""
+        if self.dead:
+            return
+        storage_failed = getattr(self.host, "storage_failed", None)
+        if storage_failed is None:  # a host without a degraded mode
+            self.fail(reason)
+            return
+        self.dead = self.stalled = True
+        self.in_turn = False
+        storage_failed(self.name, reason, self.generation)
 
     def _emit_step(self, result: StepResult) -> None:
         response = result.response

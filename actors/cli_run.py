@@ -143,6 +143,10 @@ def _text_line(event: Mapping[str, Any]) -> str | None:
         return f"[{agent}] is {event['status']}"
     if kind == "error":
         return f"[{agent}] error: {event['error']}"
+    if kind == "degraded":
+        return f"[team] degraded: {event['reason']}; waiting for free space"
+    if kind == "recovered":
+        return "[team] recovered: free space again, resuming the interrupted work"
     return None
 
 

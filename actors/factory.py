@@ -14,7 +14,7 @@ from actors.projections import Projections
 from actors.repo import Repo, find_repo, find_team
 from actors.state import EMPTY, TeamState, fold_all
 from mailboxes.events import EventDraft, MemberSpawned, TeamCreated, draft
-from mailboxes.fsutil import atomic_write
+from mailboxes.fsutil import Fsync, atomic_write
 from mailboxes.journal import JOURNAL_NAME, FileJournal
 from mailboxes.journal_frame import JournalReport, check_journal
 from mailboxes.liveness import FlockLiveness
@@ -35,10 +35,13 @@ class Team:
     each) is built on first use, so journal-only commands stay cheap and read-only.
     """
 
-    def __init__(self, repo: Repo, journal: FileJournal, *, actor: str = "cli") -> None:
+    def __init__(
+        self, repo: Repo, journal: FileJournal, *, actor: str = "cli", fsync: Fsync | None = None
+    ) -> None:
         self.repo = repo
         self.journal = journal
-        self.mailbox = Maildir(repo.team_dir / "mailboxes")
+        box = repo.team_dir / "mailboxes"
+        self.mailbox = Maildir(box) if fsync is None else Maildir(box, fsync=fsync)
         self.liveness = FlockLiveness(repo.team_dir / "members")
         self.actor = actor
         self._board: Board | None = None
@@ -94,17 +97,19 @@ class Team:
         self.close()
 
 
-def open_team(start: Path | None = None, *, actor: str = "cli") -> Team:
+def open_team(start: Path | None = None, *, actor: str = "cli", fsync: Fsync | None = None) -> Team:
     """The team of the repository around ``start`` (default: the current folder); the board
-    records its events as caused by ``actor`` (a valid agent name: ``InvalidAgentName``)."""
+    records its events as caused by ``actor`` (a valid agent name: ``InvalidAgentName``).
+    ``fsync`` replaces how the journal and the Maildir make writes durable (a test seam)."""
     check_agent_name(actor)
-    return _build(find_team(start), actor)
+    return _build(find_team(start), actor, fsync)
 
 
-def _build(repo: Repo, actor: str = "cli") -> Team:
-    journal = FileJournal(repo.team_dir)
+def _build(repo: Repo, actor: str = "cli", fsync: Fsync | None = None) -> Team:
+    team_dir = repo.team_dir
+    journal = FileJournal(team_dir) if fsync is None else FileJournal(team_dir, fsync=fsync)
     try:
-        return Team(repo, journal, actor=actor)
+        return Team(repo, journal, actor=actor, fsync=fsync)
     except BaseException:
         journal.close()
         raise

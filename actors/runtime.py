@@ -74,9 +74,11 @@ class TeamRuntime(Services):
         lead_approver: Any = None,
         clock: Any = None,
         cron_timer: Any = None,
+        disk_timer: Callable[..., Any] = thread_timer,
+        fsync: Callable[[int], None] | None = None,
     ) -> None:
         self._init_hosting()
-        self.team: Team = open_team(root, actor="runtime")
+        self.team: Team = open_team(root, actor="runtime", fsync=fsync)
         try:
             self.settings = settings or load_settings(self.team.repo.settings_path)
         except BaseException:
@@ -113,6 +115,7 @@ class TeamRuntime(Services):
         self.lead_approver = lead_approver
         self.clock = clock or Clock()
         self._cron_timer = cron_timer
+        self._init_degraded(fsync, disk_timer)  # the disk-full mode (actors.degraded)
         self._stack = ExitStack()
         self._seen_seq = 0
         self._started = False
@@ -271,6 +274,7 @@ class TeamRuntime(Services):
             if self._stopping:
                 return
             self._stopping = True
+        self.disk.close()
         if self._watcher is not None:
             self._watcher.stop()
         with self._lock:  # teammates first: their last idle notifications reach the lead
@@ -362,7 +366,8 @@ class TeamRuntime(Services):
         task a hosted teammate could take, no running job and no pending one-shot cron."""
         with self._lock:
             live = [h for h in self._hosted.values() if not h.stopped]
-            if self._supervising or any(h.busy or h.starting or h.inputs for h in live):
+            busy = any(h.busy or h.starting or h.inputs or h.stalled for h in live)
+            if self._supervising or self.paused() or busy:
                 return False
             names = [h.plan.name for h in live if h.ref is not None]  # crashed for good: skip
             roles = [h.plan.role for h in live if h.plan.kind == "teammate" and h.ref is not None]

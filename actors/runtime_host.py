@@ -66,6 +66,9 @@ class Hosted:
     """User inputs told to the actor and not yet taken (the team is not idle meanwhile)."""
     starting: bool = True
     stopped: bool = False
+    stalled: bool = False
+    """Its incarnation hit a full disk: brought back from its transcript when space returns."""
+    held: list[str] = field(default_factory=list)  # user inputs told to it while stalled
     last_error: str = ""
     last_activity: float = field(default_factory=time.time)
 
