@@ -19,7 +19,9 @@ journal, nothing is written and the result describes the stored event.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from actors.board_rules import (
@@ -57,6 +59,21 @@ TaskList = list[Task]
 Lines = list[str]
 Decision = Callable[[TeamState], Sequence[EventDraft]]
 """Given the caught-up state, the drafts to append (or raise a ``TeamError`` to refuse)."""
+
+
+_ACTING_AS: ContextVar[str | None] = ContextVar("teamctl_acting_as", default=None)
+
+
+@contextmanager
+def acting_as(agent: str) -> Iterator[None]:
+    """Record the board commands issued inside the block as caused by ``agent`` (the journal's
+    ``actor``), whatever the board's default actor is. One board serves every agent of a
+    runtime, so the team tools say who is acting; a context variable keeps threads apart."""
+    token = _ACTING_AS.set(agent)
+    try:
+        yield
+    finally:
+        _ACTING_AS.reset(token)
 
 
 class Board:
@@ -155,7 +172,7 @@ class Board:
         return self._projections.repair_all(self.refresh)
 
     def _draft(self, body: Payload, op_id: str | None) -> EventDraft:
-        return draft(body.TYPE, self._actor, body, op_id)
+        return draft(body.TYPE, _ACTING_AS.get() or self._actor, body, op_id)
 
     def _stored(self, op_id: str | None, state: TeamState) -> Event | None:
         """The stored event of an already applied ``op_id`` (a retried command)."""

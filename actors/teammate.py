@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from actors.agent_actor import AgentActor, AgentHost
+from actors.board import acting_as
 from actors.errors import TeamError
 from actors.messages import UserInput
 from actors.protocols import answer_shutdown
@@ -192,7 +193,8 @@ class Teammate(AgentActor):
         state = board.refresh()
         held = state.holding(self.name)
         if held is None and state.ready(self.role, any_role=False):
-            held = self._claim_next()
+            with acting_as(self.name):
+                held = self._claim_next()
         if held is None:
             if self.task_id is not None:
                 self._drop_task()
@@ -311,7 +313,8 @@ class Teammate(AgentActor):
         board = self.host.board
         held = board.refresh().holding(self.name)
         if held is not None:
-            board.release(held.id, self.name, held.epoch, "shutdown")
+            with acting_as(self.name):
+                board.release(held.id, self.name, held.epoch, "shutdown")
         request_id = str(request.body.get("request_id") or request.id)
         try:
             answer_shutdown(self.host, self.name, request_id, requested_by=request.sender)  # type: ignore[arg-type]

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from actors.board import acting_as
 from actors.errors import TeamError
 from harness.tools.base import PermissionRequest, Tool, ToolContext, ToolError, ToolOutput
 from mailboxes.errors import MailboxesError
@@ -75,7 +76,8 @@ class TeamTool(Tool[Args]):
 
     def run(self, args: Args, ctx: ToolContext) -> ToolOutput:
         try:
-            return self.call(args, ctx)
+            with acting_as(self.agent):
+                return self.call(args, ctx)
         except (TeamError, MailboxesError) as exc:
             raise ToolError(str(exc)) from None
 

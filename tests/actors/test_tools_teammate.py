@@ -92,3 +92,18 @@ def test_plan_mode_allows_team_tools_but_not_completion(team: FakeTeam) -> None:
     ann.ok("send_message", to="lead", text="reading first")
     assert "plan" in ann.error("complete_task", task_id="task_1", summary="x").lower()
     ann.ok("release_task", task_id="task_1", reason="handing over")
+
+
+def test_journal_names_the_agent_behind_each_team_tool_call(team: FakeTeam) -> None:
+    """One board serves every agent of a runtime; the journal's actor is still who acted."""
+    lead = Driver(lead_tools(team, hooks=NO_HOOKS), "lead", team.root)
+    lead.ok("create_task", subject="a")
+    ann = mate(team, "ann")
+    ann.ok("claim_task", task_id="task_1")
+    ann.ok("complete_task", task_id="task_1", summary="done")
+    actors = {e.type: e.actor for e in team.events()}
+    assert actors["task.created"] == "lead"
+    assert actors["task.claimed"] == "ann" and actors["task.completed"] == "ann"
+    assert team.board.get("task_1").created_by == "lead"
+    team.board.create("b")  # outside any tool: the board's own actor
+    assert team.events("task.created")[-1].actor == team.board.actor
