@@ -43,74 +43,34 @@ SUBTYPES = {
 DEFAULT_MODEL = "claude-sonnet-4-6"
 
 
-# -- JSON schema (the common subset: type, enum, const, properties, required,
-# additionalProperties, items, lengths, bounds, pattern, anyOf/oneOf/allOf; no $ref) ---------
-
-_TYPES: dict[str, Callable[[Any], bool]] = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-    "integer": lambda v: (
-        (isinstance(v, int) and not isinstance(v, bool))
-        or (isinstance(v, float) and v.is_integer())
-    ),
-    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-}
+# -- JSON schema -------------------------------------------------------------------------------
 
 
-def schema_errors(value: Any, schema: Any, path: str = "$") -> list[str]:
-    """Every way ``value`` violates ``schema`` (empty when it validates)."""
-    if not isinstance(schema, dict):
-        return []
-    kind = schema.get("type")
-    if kind is not None:
-        kinds = kind if isinstance(kind, list) else [kind]
-        if not any(_TYPES.get(k, lambda v: True)(value) for k in kinds):
-            return [f"{path}: expected {kind}, got {type(value).__name__}"]
-    errs: list[str] = []
-    if "enum" in schema and value not in schema["enum"]:
-        errs.append(f"{path}: {value!r} is not one of {schema['enum']}")
-    if "const" in schema and value != schema["const"]:
-        errs.append(f"{path}: must be {schema['const']!r}")
-    if isinstance(value, dict):
-        props = schema.get("properties", {})
-        errs += [f"{path}: missing {r!r}" for r in schema.get("required", []) if r not in value]
-        extra = schema.get("additionalProperties", True)
-        for k, v in value.items():
-            if k in props:
-                errs += schema_errors(v, props[k], f"{path}.{k}")
-            elif extra is False:
-                errs.append(f"{path}: unexpected property {k!r}")
-            else:
-                errs += schema_errors(v, extra, f"{path}.{k}")
-    if isinstance(value, list):
-        for i, item in enumerate(value):
-            errs += schema_errors(item, schema.get("items"), f"{path}[{i}]")
-        if len(value) < schema.get("minItems", 0):
-            errs.append(f"{path}: fewer than {schema['minItems']} items")
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            errs.append(f"{path}: more than {schema['maxItems']} items")
-    if isinstance(value, str):
-        if len(value) < schema.get("minLength", 0):
-            errs.append(f"{path}: shorter than {schema['minLength']}")
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            errs.append(f"{path}: longer than {schema['maxLength']}")
-        if "pattern" in schema and not re.search(schema["pattern"], value):
-            errs.append(f"{path}: does not match /{schema['pattern']}/")
-    if _TYPES["number"](value):
-        if "minimum" in schema and value < schema["minimum"]:
-            errs.append(f"{path}: below {schema['minimum']}")
-        if "maximum" in schema and value > schema["maximum"]:
-            errs.append(f"{path}: above {schema['maximum']}")
-    for sub in schema.get("allOf", []):
-        errs += schema_errors(value, sub, path)
-    if "anyOf" in schema and all(schema_errors(value, s, path) for s in schema["anyOf"]):
-        errs.append(f"{path}: matches none of anyOf")
-    if "oneOf" in schema and sum(not schema_errors(value, s, path) for s in schema["oneOf"]) != 1:
-        errs.append(f"{path}: must match exactly one of oneOf")
-    return errs
+class SchemaFileError(ValueError):
+    """A ``--json-schema`` file that is not a valid JSON schema."""
+
+
+def check_schema(schema: Any) -> None:
+    """Refuse an invalid schema up front (one line naming the problem)."""
+    import jsonschema  # type: ignore[import-untyped]
+
+    cls = jsonschema.validators.validator_for(schema)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise SchemaFileError(f"invalid JSON schema: {exc.message}") from None
+
+
+def schema_errors(value: Any, schema: Any) -> list[str]:
+    """Every way ``value`` violates ``schema`` (empty when it validates), each as
+    ``$.path: message``. Full JSON Schema (the draft the schema declares; ``$ref`` included),
+    through ``jsonschema``."""
+    import jsonschema
+
+    cls = jsonschema.validators.validator_for(schema)
+    validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
+    errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+    return [f"{e.json_path}: {e.message}" for e in errors]
 
 
 def extract_json(text: str) -> Any:
@@ -416,6 +376,10 @@ def ask_command(
             schema = json.loads(Path(schema_file).read_text(encoding="utf-8"))
         except ValueError as exc:
             raise click.ClickException(f"{schema_file}: not JSON: {exc}") from exc
+        try:
+            check_schema(schema)
+        except SchemaFileError as exc:
+            raise click.ClickException(f"{schema_file}: {exc}") from exc
     client = _model_from_env(model)
     try:
         code = run_ask(

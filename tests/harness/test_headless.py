@@ -165,6 +165,27 @@ def test_schema_combinators_and_strings() -> None:
     assert schema_errors("b", {"enum": ["a"]})
 
 
+def test_schema_refs_formats_and_messages_name_the_path() -> None:
+    schema = {
+        "$defs": {"name": {"type": "string", "minLength": 1}},
+        "type": "object",
+        "properties": {"names": {"type": "array", "items": {"$ref": "#/$defs/name"}}},
+    }
+    assert schema_errors({"names": ["a", "b"]}, schema) == []
+    assert schema_errors({"names": ["a", ""]}, schema) == ["$.names[1]: '' should be non-empty"]
+
+
+def test_an_invalid_schema_file_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bad = tmp_path / "schema.json"
+    bad.write_text(json.dumps({"type": "objekt"}))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    result = CliRunner().invoke(ask_command, ["--json-schema", str(bad), "hello"])
+    assert result.exit_code == 1
+    assert "invalid JSON schema" in result.output and "Traceback" not in result.output
+
+
 def test_extract_json_variants() -> None:
     assert extract_json('{"a": 1}') == {"a": 1}
     assert extract_json("Here:\n```json\n[1, 2]\n```\nthanks") == [1, 2]
