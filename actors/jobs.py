@@ -7,6 +7,13 @@ grace, KILL) → whatever is left of the job is killed → the waiter tells the 
 ``job.finished`` (op_id ``job:<id>:finished``) THEN delivers a ``task_notification`` to the owner
 (status, exit code, head and tail of the log, the log path) under an id derived from the job id.
 
+Sandbox: given a ``harness.sandbox.Sandbox`` (the runtime passes ``Sandbox(settings.sandbox)``,
+the policy of the foreground ``bash``), a job runs under bubblewrap with the agent's root writable:
+the checkout, or the worktree under ``<root>/.worktrees/<name>`` its cwd is in. ``bwrap`` is
+spawned from the actor's own thread (``--die-with-parent`` follows the spawning thread), so a
+sandboxed job dies when the actor stops or the process dies; it is then reported ``lost`` on the
+next start instead of being re-attached.
+
 Start-up recovery: a job with ``job.started`` but no ``job.finished`` is re-attached if its pid
 is alive with the same start time (waited for through a pidfd; its exit code is then unknown),
 else reported ``lost``. Notifications of jobs finished within ``redeliver_window_s`` are
@@ -42,6 +49,7 @@ from actors.jobs_proc import (
 )
 from actors.messages import JobExited, ListJobs, StartJob, StopAllJobs, StopJobsOf
 from actors.scheduler import KeyedDeliver, message_id
+from harness.sandbox import Sandbox
 from mailboxes.errors import UnknownRecipient
 from mailboxes.events import Event, EventDraft, JobFinished, JobStarted, draft
 from mailboxes.ports import Clock, EventStore, IdSource
@@ -80,6 +88,8 @@ class Jobs(pykka.ThreadingActor):
         kill_grace_s: float = 2.0,
         shell: str = "/bin/bash",
         redeliver_window_s: float = 86_400.0,
+        sandbox: Sandbox | None = None,
+        root: Path | None = None,
     ) -> None:
         super().__init__()
         self._store = store
@@ -91,6 +101,8 @@ class Jobs(pykka.ThreadingActor):
         self._grace = kill_grace_s
         self._shell = shell
         self._window = redeliver_window_s
+        self._sandbox = sandbox
+        self._root = root
         self._table: JobTable = MappingProxyType({})
         self._seq = 0
         self._running: dict[str, _Running] = {}
@@ -136,12 +148,20 @@ class Jobs(pykka.ThreadingActor):
     def _start(self, msg: StartJob) -> JobView:
         job_id = f"job_{self._ids.new_id()[:8]}"
         log_path = self._dir / f"{job_id}.log"
+        cwd = Path(msg.cwd)
+        wrapper: list[str] = []
+        if self._sandbox is not None:  # SandboxUnavailable (required, cannot run) goes back
+            wrapper, notice = self._sandbox.prefix(root=self._root_of(cwd), cwd=cwd)
+            if notice:
+                log.warning("job %s: %s", job_id, notice)
+        # Spawned here, on the actor's thread: it lives as long as the job may (see above).
         proc = jobs_proc.spawn(
             msg.command,
-            cwd=Path(msg.cwd),
+            cwd=cwd,
             log_path=log_path,
             mark=self._mark(job_id),
             shell=self._shell,
+            wrapper=wrapper,
         )
         run = _Running(
             job_id,
@@ -168,6 +188,19 @@ class Jobs(pykka.ThreadingActor):
             raise
         self._watch(run)
         return job_views(MappingProxyType({job_id: self._table[job_id]}), self._dir)[0]
+
+    def _root_of(self, cwd: Path) -> Path:
+        """The writable root of a job run in ``cwd``: its worktree, else the team's root."""
+        real = Path(os.path.realpath(cwd))
+        if self._root is None:
+            return real
+        root = Path(os.path.realpath(self._root))
+        if not real.is_relative_to(root):
+            return real
+        parts = real.relative_to(root).parts
+        if len(parts) >= 2 and parts[0] == ".worktrees":
+            return root / parts[0] / parts[1]
+        return root
 
     def _mark(self, job_id: str) -> str:
         return jobs_proc.marker(job_id, self._dir)
@@ -349,7 +382,7 @@ class JobsHandle:
 
 class JobsRunner:
     """The harness ``JobRunner`` over a ``Jobs`` actor: what ``bash`` with
-    ``run_in_background=true`` calls."""
+    ``run_in_background=true`` calls (sandboxed when the actor was given a ``Sandbox``)."""
 
     def __init__(self, jobs: JobsHandle) -> None:
         self.jobs = jobs

@@ -6,9 +6,10 @@ stdin ``/dev/null``, stdout and stderr appended straight to its log file by the 
 thread), and the environment of the ``bash`` tool plus ``TEAMCTL_JOB_ID=<job_id>``.
 
 Killing: the process group, plus every process of ours whose environment still carries the job's
-marker — that catches children that left the group with ``setsid``/``setpgid``. The limit: a
-descendant that both leaves the group and clears its environment escapes (a PID namespace would
-close that gap; it is not used because it needs unprivileged user namespaces).
+marker — that catches children that left the group with ``setsid``/``setpgid``. Without the
+sandbox, a descendant that both leaves the group and clears its environment escapes. Under the
+sandbox (``wrapper``: bubblewrap with its own PID namespace and ``--die-with-parent``) the whole
+tree dies with ``bwrap``, which is the group leader, so nothing escapes.
 
 Identity across restarts: ``(pid, start_time)`` where ``start_time`` is field 22 of
 ``/proc/<pid>/stat`` (clock ticks since boot), so a recycled pid is never mistaken for the job.
@@ -21,7 +22,7 @@ import os
 import select
 import signal
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -42,15 +43,23 @@ def marker(job_id: str, jobs_dir: Path) -> str:
 
 
 def spawn(
-    command: str, *, cwd: Path, log_path: Path, mark: str, shell: str = "/bin/bash"
+    command: str,
+    *,
+    cwd: Path,
+    log_path: Path,
+    mark: str,
+    shell: str = "/bin/bash",
+    wrapper: Sequence[str] = (),
 ) -> subprocess.Popen[bytes]:
     """Start ``command`` in its own session with output appended to ``log_path`` and
-    ``MARKER=mark`` in its environment."""
+    ``MARKER=mark`` in its environment. ``wrapper`` goes before the shell (the sandbox's
+    ``bwrap ... --``); with ``--die-with-parent`` in it, the job dies when the calling *thread*
+    ends, so call this from a thread that lives as long as the job."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     try:
         return subprocess.Popen(
-            [shell, "-c", command],
+            [*wrapper, shell, "-c", command],
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=fd,

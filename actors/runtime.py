@@ -233,6 +233,7 @@ class TeamRuntime(Services):
         except ImportError:
             return
         from actors.scheduler import MaildirDelivery
+        from harness.sandbox import Sandbox
 
         deliver = MaildirDelivery(self.team.repo.team_dir / "mailboxes")
         self.jobs = jobs.JobsHandle.start(
@@ -241,6 +242,8 @@ class TeamRuntime(Services):
             jobs_dir=self.team.repo.team_dir / "jobs",
             clock=self.clock,
             ids=Ids(),
+            sandbox=Sandbox(self.settings.sandbox),  # background bash: the foreground's sandbox
+            root=self.repo_root,
         )
         self.job_runner = jobs.JobsRunner(self.jobs)
 
