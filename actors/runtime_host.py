@@ -268,7 +268,12 @@ class Hosting:
             root=root,
             client=client_for(self.model_source, member.name, member.model),
             policy=policy_for(
-                self.settings, hooks, mode=self.permission_mode, approver=self._approver(member)
+                self.settings,
+                hooks,
+                mode=self.permission_mode,
+                approver=self._approver(member),
+                board=self.board,
+                agent=member.name,
             ),
             team_tools=self.tools_factory(self, member.name, member.kind),
             settings=self.settings,

@@ -20,6 +20,7 @@ from harness.agent import Agent, AgentConfig
 from harness.host_setup import install_mcp_tools, install_sandbox, open_mcp
 
 if TYPE_CHECKING:
+    from actors.board import Board
     from actors.services import TeamServices
     from actors.settings import Settings
     from harness.hooks import HookRunner
@@ -139,8 +140,12 @@ def policy_for(
     *,
     mode: str | None = None,
     approver: Approver | None = None,
+    board: Board | None = None,
+    agent: str = "",
 ) -> ToolPolicy:
-    """Permissions + hooks + approver from the team settings."""
+    """Permissions + hooks + approver from the team settings; with a ``board``, every call it
+    denies outright is journaled as ``agent``'s (``actors.policy_journal``)."""
+    from actors.policy_journal import journal_denials, mark_routed
     from harness.permissions import Permissions
     from harness.policy import HarnessPolicy
     from harness.settings import PermissionSettings
@@ -148,9 +153,12 @@ def policy_for(
     raw = settings.to_json()["permissions"]
     perms = PermissionSettings.model_validate(raw)
     permission_mode: Any = mode or perms.default_mode
-    return HarnessPolicy(
+    if board is not None:
+        approver = mark_routed(approver)
+    policy = HarnessPolicy(
         Permissions.from_settings(perms, mode=permission_mode), hooks, approver, permission_mode
     )
+    return policy if board is None else journal_denials(policy, board, agent)
 
 
 def hooks_for(settings: Settings) -> HookRunner:

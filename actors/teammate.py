@@ -157,10 +157,10 @@ class Teammate(AgentActor):
         if task.worktree and self.worktree_name != task.worktree:
             path = self.host.worktree(task.worktree, claimed=True)
             if path is not None:  # confined to it: root and cwd, plus the deny-only checks
-                from actors.worktree_confine import confine_policy
+                from actors.policy_journal import confine_journaled
 
                 self.worktree_name = task.worktree
-                self.agent.executor.policy = confine_policy(self._policy, path, self.agent.root)
+                self.agent.executor.policy = confine_journaled(self._policy, path, self.agent.root)
                 self._place(path, path)
         self._sync_mode(task)
 

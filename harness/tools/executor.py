@@ -121,7 +121,7 @@ class ToolExecutor:
         if p.error is not None or tool is None or args is None:
             return _error(call, p.error or "invalid call")
         if ctx.read_only and not tool.is_read_only(args):
-            return _error(call, _plan_refusal(call.name))
+            return self._plan_refused(call, tool, args, ctx)
         try:
             request = tool.permission_request(args, ctx)
         except ToolError as exc:
@@ -142,7 +142,7 @@ class ToolExecutor:
                 return _error(call, f"A hook rewrote the input into an invalid one.\n{text}")
             call = call.model_copy(update={"input": dict(verdict.updated_input)})
             if ctx.read_only and not tool.is_read_only(args):
-                return _error(call, _plan_refusal(call.name))
+                return self._plan_refused(call, tool, args, ctx)
         output = _run_tool(tool, args, ctx)
         try:
             extra = self.policy.after(call, output, ctx)
@@ -155,6 +155,20 @@ class ToolExecutor:
         if extra:
             content = f"{content}\n\n{extra}"
         return ToolResultBlock(tool_use_id=call.id, content=content, is_error=output.is_error)
+
+    def _plan_refused(
+        self, call: ToolUseBlock, tool: Tool[Any], args: BaseModel, ctx: ToolContext
+    ) -> ToolResultBlock:
+        """Refuse a non-read-only call in plan mode; a policy with a ``refused(call, request,
+        ctx, reason)`` method is told (the team runtime journals every denial)."""
+        reason = _plan_refusal(call.name)
+        refused = getattr(self.policy, "refused", None)
+        if refused is not None:
+            try:
+                refused(call, tool.permission_request(args, ctx), ctx, reason)
+            except Exception:
+                log.warning("policy.refused failed for %s", call.name, exc_info=True)
+        return _error(call, reason)
 
     def _cap(self, content: str, ctx: ToolContext) -> str:
         try:
