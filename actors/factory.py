@@ -14,7 +14,7 @@ from actors.projections import Projections
 from actors.repo import Repo, find_repo, find_team
 from actors.state import EMPTY, TeamState, fold_all
 from mailboxes.events import EventDraft, MemberSpawned, TeamCreated, draft
-from mailboxes.fsutil import Fsync, atomic_write
+from mailboxes.fsutil import Fsync, atomic_write, fsync_dir
 from mailboxes.journal import JOURNAL_NAME, FileJournal
 from mailboxes.journal_frame import JournalReport, check_journal
 from mailboxes.liveness import FlockLiveness
@@ -155,6 +155,8 @@ def init_team(start: Path | None = None, *, name: str | None = None) -> InitRepo
         if not folder.is_dir():
             folder.mkdir(parents=True)
             created.append(str(folder.relative_to(repo.root)) + "/")
+            # The new entry must survive a power cut like the journal inside it will.
+            fsync_dir(folder.parent)
     if repo.settings_path.exists():
         load_settings(repo.settings_path, environ={})
     else:
