@@ -14,25 +14,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from actors.errors import TeamError
-from harness.settings import HookMatcher, PermissionSettings, SandboxSettings
+from harness.settings import HookEvent, HookMatcher, PermissionSettings, SandboxSettings
 
 SETTINGS_ENV = "TEAMCTL_SETTINGS"
 MODEL_ENV = "TEAMCTL_MODEL"
-
-HookEvent = Literal[
-    "SessionStart",
-    "UserPromptSubmit",
-    "PreToolUse",
-    "PostToolUse",
-    "PostToolUseFailure",
-    "Stop",
-    "SubagentStop",
-    "PreCompact",
-    "TeammateIdle",
-    "TaskCreated",
-    "TaskCompleted",
-    "Notification",
-]
 
 
 class _Strict(BaseModel):
