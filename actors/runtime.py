@@ -367,6 +367,20 @@ class TeamRuntime(Services):
     def is_idle(self) -> bool:
         """Every hosted member idle (no turn, no unread mail, nothing being restarted), no ready
         task a hosted teammate could take, no running job and no pending one-shot cron."""
+        # The checks below are not one atomic read: a claim or a finished task between them
+        # could look idle. So the same flags and the journal seq are read again at the end, and
+        # any change means "not idle yet" (the waiter is notified of it and checks again).
+        before = self._idle_marker()
+        return self._idle_checks() and self._idle_marker() == before
+
+    def _idle_marker(self) -> tuple[object, ...]:
+        with self._lock:
+            flags = tuple(
+                (h.busy, h.starting, h.inputs, h.stalled, h.stopped) for h in self._hosted.values()
+            )
+        return (self.board.refresh().seq, flags)
+
+    def _idle_checks(self) -> bool:
         with self._lock:
             live = [h for h in self._hosted.values() if not h.stopped]
             busy = any(h.busy or h.starting or h.inputs or h.stalled for h in live)

@@ -193,8 +193,13 @@ class Teammate(AgentActor):
         state = board.refresh()
         held = state.holding(self.name)
         if held is None and state.ready(self.role, any_role=False):
+            # Busy before the claim commits: the runtime never sees a claimed task whose owner
+            # still looks idle (is_idle reads the flags again after the board).
+            self.host.set_busy(self.name, True)
             with acting_as(self.name):
                 held = self._claim_next()
+            if held is None and not self.in_turn:
+                self.host.set_busy(self.name, False)
         if held is None:
             if self.task_id is not None:
                 self._drop_task()
