@@ -9,14 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from actors.board import Board
-from actors.projections import Projections
+from actors.board.board import Board
+from actors.board.projections import Projections
+from actors.board.state import EMPTY, TeamState, fold_all
 from actors.repo import Repo, find_repo, find_team
-from actors.state import EMPTY, TeamState, fold_all
 from mailboxes.events import EventDraft, MemberSpawned, TeamCreated, draft
 from mailboxes.fsutil import Fsync, atomic_write, fsync_dir
-from mailboxes.journal import JOURNAL_NAME, FileJournal
-from mailboxes.journal_frame import JournalReport, check_journal
+from mailboxes.journal.frame import JournalReport, check_journal
+from mailboxes.journal.store import JOURNAL_NAME, FileJournal
 from mailboxes.liveness import FlockLiveness
 from mailboxes.maildir import Maildir
 from mailboxes.messages import check_agent_name
@@ -82,7 +82,7 @@ class Team:
     def verify_projections(self) -> list[str]:
         """Fold the whole journal afresh (no board, so nothing is repaired first) and list every
         difference between the projections it renders and the files on disk (empty = none)."""
-        from actors.projections import verify
+        from actors.board.projections import verify
 
         fresh = fold_all(EMPTY, self.journal.read_from(1))
         return [str(drift) for drift in verify(fresh, self.repo.root)]

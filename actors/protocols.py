@@ -1,11 +1,11 @@
 """Protocols between members (DESIGN §9): plan approval and shutdown, journal first, then mail.
 
-Every step journals its event through ``actors.board_protocols`` (checked under the journal
+Every step journals its event through ``actors.board.protocols`` (checked under the journal
 lock) and only then sends the message, so a message never announces something the journal does
 not hold. Plans are reviewed by the lead or by a human (``settings.approvals.plans``); with a
 human reviewer no message goes to the lead and the request shows in ``teamctl plans``.
 
-Permission requests are in ``actors.permission_requests``.
+Permission requests are in ``actors.runtime.permission_requests``.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from actors import board_protocols as bp
-from actors.board_protocols import PlanReview, ProtocolError
-from actors.state import PlanRequest, TeamState
+from actors.board import protocols as bp
+from actors.board.protocols import PlanReview, ProtocolError
+from actors.board.state import PlanRequest, TeamState
 
 if TYPE_CHECKING:
     from actors.services import TeamServices

@@ -1,6 +1,6 @@
 """The seam between the team runtime and the team tools.
 
-The runtime (``actors.runtime``) implements ``TeamServices``; the team tools (``actors.tools``)
+The runtime (``actors.runtime.runtime``) implements ``TeamServices``; the team tools (``actors.tools.toolsets``)
 and protocols (``actors.protocols``) use only this. Every method is safe to call from any actor
 thread. Journal writes go through ``board`` (validated under the journal lock); messages through
 ``send`` (durable delivery, then an in-process wake of the recipient when it lives here).
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from actors.board import Board
+    from actors.board.board import Board
     from actors.settings import Settings
     from mailboxes.messages import Envelope
 

@@ -116,7 +116,7 @@ class Settings(_Strict):
     """MCP servers by name."""
     sandbox: SandboxSettings = SandboxSettings()
     """Bubblewrap sandbox for ``bash``: ``enabled`` (``"auto"``/true/false), ``network``,
-    ``extra_writable`` (see ``harness.sandbox``)."""
+    ``extra_writable`` (see ``harness.shell.sandbox``)."""
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON with the file's key names."""

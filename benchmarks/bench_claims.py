@@ -21,11 +21,11 @@ from multiprocessing.synchronize import Barrier
 from pathlib import Path
 from typing import Any
 
-from actors.board import Board
-from actors.projections import Projections
-from actors.state import EMPTY, fold_all
+from actors.board.board import Board
+from actors.board.projections import Projections
+from actors.board.state import EMPTY, fold_all
 from mailboxes.events import Event
-from mailboxes.journal import FileJournal
+from mailboxes.journal.store import FileJournal
 
 CLAIMS_TARGET = 500.0
 FOLD_TARGET = 100_000.0

@@ -27,7 +27,7 @@ def teamctl_command() -> list[str]:
     script = shutil.which("teamctl") or str(Path(sys.executable).with_name("teamctl"))
     if Path(script).exists():
         return [script]
-    return [sys.executable, "-c", "from actors.cli import main; main()"]
+    return [sys.executable, "-c", "from actors.cli.main import main; main()"]
 
 
 def median_ms(cmd: list[str], cwd: Path, samples: int) -> float:

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from actors.factory import init_team
-from actors.runtime import TeamRuntime
+from actors.runtime.runtime import TeamRuntime
 from actors.services import TeammateSpec
-from harness.scripted import ScriptedModel
+from harness.model.scripted import ScriptedModel
 
 CHILD = textwrap.dedent(
     """

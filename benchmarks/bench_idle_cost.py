@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from actors.factory import init_team
-from actors.runtime import TeamRuntime
+from actors.runtime.runtime import TeamRuntime
 from actors.services import TeammateSpec
 from actors.settings import Settings, TeamSettings
-from harness.scripted import ScriptedModel
+from harness.model.scripted import ScriptedModel
 
 
 def rss_kib() -> int:

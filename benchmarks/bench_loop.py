@@ -23,10 +23,10 @@ from pydantic import BaseModel
 
 from harness.agent import Agent, AgentConfig
 from harness.hooks import HookResult, HookRunner
-from harness.permissions import Permissions
-from harness.policy import HarnessPolicy
+from harness.model.scripted import ScriptedModel
+from harness.permissions.checks import Permissions
+from harness.permissions.policy import HarnessPolicy
 from harness.ports import ModelRequest, ModelResponse
-from harness.scripted import ScriptedModel
 from harness.tools.base import Tool, ToolContext, ToolOutput
 
 TARGET_MS = 5.0

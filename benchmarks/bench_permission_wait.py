@@ -19,11 +19,11 @@ import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from actors import board_protocols as bp
-from actors.board import Board
+from actors.board import protocols as bp
+from actors.board.board import Board
 from actors.factory import init_team
-from actors.permission_requests import JournalDecisions
-from mailboxes.journal import FileJournal
+from actors.runtime.permission_requests import JournalDecisions
+from mailboxes.journal.store import FileJournal
 
 TARGET_MS = 50.0
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from mailboxes import events as ev
-from mailboxes.journal import FileJournal
+from mailboxes.journal.store import FileJournal
 
 TARGET = 100_000
 

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from actors.factory import init_team
-from actors.runtime import TeamRuntime
+from actors.runtime.runtime import TeamRuntime
+from harness.model.scripted import ScriptedModel
 from harness.ports import ModelRequest, ModelResponse
-from harness.scripted import ScriptedModel
 
 CHILD = textwrap.dedent(
     """

@@ -15,8 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.compaction import CompactionConfig, Compactor
-from harness.context import SystemPrompt
+from harness.context.compaction import CompactionConfig, Compactor
+from harness.context.memory import Memory
+from harness.context.prompt import SystemPrompt
+from harness.context.skills import SkillLibrary
 from harness.hooks import HookOutcome, HookRunner
 from harness.loop import (
     AgentLoop,
@@ -27,7 +29,6 @@ from harness.loop import (
     StopVerdict,
     TurnResult,
 )
-from harness.memory import Memory
 from harness.ports import (
     ContentBlock,
     Message,
@@ -37,7 +38,6 @@ from harness.ports import (
     ToolUseBlock,
 )
 from harness.settings import HookEvent
-from harness.skills import SkillLibrary
 from harness.tools.base import JobRunner, Tool, ToolContext, ToolPolicy
 from harness.tools.compact_tool import CompactTool
 from harness.tools.executor import ToolExecutor

@@ -136,7 +136,7 @@ def run_ask(
     """Run one turn of one agent on ``repo_root`` and write the result; returns the exit code."""
     from harness.agent import Agent, AgentConfig
     from harness.loop import LoopHooks
-    from harness.policy import HarnessPolicy
+    from harness.permissions.policy import HarnessPolicy
     from harness.transcript import load_transcript
 
     out, err = out or sys.stdout, err or sys.stderr
@@ -301,8 +301,8 @@ def default_policy_factory(root: Path, mode: str, approver: Approver | None) -> 
     """The harness policy for ``root``: the ``permissions`` and ``hooks`` of
     ``.team/settings.json`` (when present), ``mode`` overriding the default mode."""
     from harness.hooks import HookRunner
-    from harness.permissions import Permissions
-    from harness.policy import HarnessPolicy
+    from harness.permissions.checks import Permissions
+    from harness.permissions.policy import HarnessPolicy
     from harness.settings import HookSettings, PermissionMode, PermissionSettings
 
     path = root / ".team" / "settings.json"
@@ -339,7 +339,7 @@ def _model_from_env(model: str) -> ModelClient:
                 "ANTHROPIC_API_KEY is not set: export it, or try `teamctl demo` for a scripted run"
             )
         os.environ["ANTHROPIC_API_KEY"] = "fake-api-key"  # a local fake API needs no real key
-    from harness.anthropic_model import AnthropicModel  # slow import: only when asked
+    from harness.model.anthropic_client import AnthropicModel  # slow import: only when asked
 
     return AnthropicModel(model)
 

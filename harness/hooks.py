@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal, cast
 
-from harness.rules import aliases_for
+from harness.permissions.rules import aliases_for
 from harness.settings import HookEvent, HookSettings
 
 PermissionDecision = Literal["allow", "deny", "ask"]

@@ -24,14 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.mcp_config import TOOL_PREFIX, load_mcp_servers, normalize_part
-from harness.sandbox import SANDBOX_KEY, Sandbox
+from harness.mcp.config import TOOL_PREFIX, load_mcp_servers, normalize_part
 from harness.settings import SandboxSettings
+from harness.shell.sandbox import SANDBOX_KEY, Sandbox
 
 if TYPE_CHECKING:
     from harness.agent import Agent
-    from harness.mcp_catalog import McpToolset
-    from harness.mcp_client import McpManager
+    from harness.mcp.catalog import McpToolset
+    from harness.mcp.client import McpManager
 
 __all__ = ["McpSelection", "install_mcp_tools", "install_sandbox", "open_mcp"]
 
@@ -43,7 +43,7 @@ def open_mcp(root: Path, settings_servers: Mapping[str, Any] | None = None) -> M
     none; ``McpConfigError`` for a configuration that does not parse."""
     if not load_mcp_servers(root, settings_servers):
         return None
-    from harness.mcp_client import McpManager
+    from harness.mcp.client import McpManager
 
     return McpManager.from_config(root, settings_servers)
 
@@ -89,7 +89,7 @@ def install_mcp_tools(
 ) -> McpToolset | None:
     """Give ``agent`` the MCP tools ``tool_names`` allows (see the module docstring), sharing
     ``manager``'s servers; ``None`` when it allows none. Call before the agent's first turn."""
-    from harness.mcp_catalog import install_mcp
+    from harness.mcp.catalog import install_mcp
 
     selection = McpSelection.of(tool_names)
     servers = selection.servers(manager.names())

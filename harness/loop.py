@@ -13,8 +13,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 
-from harness.compaction import Compaction, Compactor
-from harness.context import SystemPrompt, TokenCounter, check_pairing, spill_oversize
+from harness.context.compaction import Compaction, Compactor
+from harness.context.prompt import SystemPrompt, TokenCounter, check_pairing, spill_oversize
 from harness.crashpoints import crash_point
 from harness.errors import HarnessError, ModelError, PromptTooLong
 from harness.loop_values import (

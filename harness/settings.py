@@ -50,7 +50,7 @@ class PermissionSettings(_Strict):
     @field_validator("allow", "ask", "deny")
     @classmethod
     def _rules_parse(cls, rules: tuple[str, ...]) -> tuple[str, ...]:
-        from harness.rules import parse_rules
+        from harness.permissions.rules import parse_rules
 
         parse_rules(rules)
         return rules
@@ -115,7 +115,7 @@ class HookSettings(_Strict):
 
 
 class SandboxSettings(_Strict):
-    """The ``sandbox`` section: run ``bash`` commands under bubblewrap (``harness.sandbox``)."""
+    """The ``sandbox`` section: run ``bash`` commands under bubblewrap (``harness.shell.sandbox``)."""
 
     enabled: Literal["auto"] | bool = "auto"
     """``"auto"``: sandbox when bubblewrap works on this machine, else run unsandboxed with a

@@ -132,7 +132,7 @@ class PolicyVerdict:
 
 
 class ToolPolicy(Protocol):
-    """Hooks and permissions around every call (implemented by ``harness.policy``)."""
+    """Hooks and permissions around every call (implemented by ``harness.permissions.policy``)."""
 
     def before(
         self, call: ToolUseBlock, request: PermissionRequest, ctx: ToolContext

@@ -11,7 +11,7 @@ after ``kill_grace_s``. Either way the whole group is SIGKILLed before returning
 command started in its group outlives the call (long-running work belongs in
 ``run_in_background``).
 
-Sandbox: with a ``harness.sandbox.Sandbox`` (given to the tool, or put in ``ctx.extra`` under
+Sandbox: with a ``harness.shell.sandbox.Sandbox`` (given to the tool, or put in ``ctx.extra`` under
 ``SANDBOX_KEY`` by the runtime) the shell runs under bubblewrap, in its own PID namespace.
 """
 
@@ -29,9 +29,14 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.outputs import DEFAULT_HEAD_BYTES, DEFAULT_TAIL_BYTES, BoundedCapture, CapturedOutput
-from harness.sandbox import SANDBOX_KEY, Sandbox
+from harness.shell.sandbox import SANDBOX_KEY, Sandbox
 from harness.tools.base import PermissionRequest, Tool, ToolContext, ToolError, ToolOutput
+from harness.tools.outputs import (
+    DEFAULT_HEAD_BYTES,
+    DEFAULT_TAIL_BYTES,
+    BoundedCapture,
+    CapturedOutput,
+)
 from harness.tools.paths import resolve_in_root
 
 SHELL_ENV = {"GIT_TERMINAL_PROMPT": "0", "PAGER": "cat", "GIT_PAGER": "cat", "TERM": "dumb"}

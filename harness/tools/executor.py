@@ -19,9 +19,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from harness.outputs import cap_text
 from harness.ports import ToolResultBlock, ToolUseBlock
 from harness.tools.base import Tool, ToolContext, ToolError, ToolOutput, ToolPolicy
+from harness.tools.outputs import cap_text
 from harness.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)

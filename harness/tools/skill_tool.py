@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.skills import SkillError, SkillLibrary
+from harness.context.skills import SkillError, SkillLibrary
 from harness.tools.base import Tool, ToolContext, ToolOutput
 
 

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from actors.board import Board
+from actors.board.board import Board
+from actors.board.state import TeamState
 from actors.errors import DuplicateMember, TeamError, UnknownMember
 from actors.services import CronView, MemberView, TeammateSpec
 from actors.settings import Settings, parse_settings
-from actors.state import TeamState
 from mailboxes.events import EventDraft, MemberSpawned, ShutdownRequested, draft
-from mailboxes.journal import FileJournal
+from mailboxes.journal.store import FileJournal
 from mailboxes.maildir import Maildir
 from mailboxes.messages import Envelope, MessageDraft
 
@@ -144,8 +144,8 @@ class FakeTeam:
 
 def make_team(root: Path, settings: Mapping[str, Any] | None = None) -> FakeTeam:
     """A git repository at ``root`` with ``teamctl init`` done, and a fake team over it."""
+    from actors.board.projections import Projections
     from actors.factory import init_team
-    from actors.projections import Projections
 
     root.mkdir(parents=True, exist_ok=True)
     subprocess.run(["git", "init", "-q", str(root)], check=True)
@@ -173,8 +173,8 @@ class Driver:
     def __init__(
         self, tools: Sequence[Any], agent: str, root: Path, *, read_only: bool = False
     ) -> None:
-        from harness.permissions import Permissions
-        from harness.policy import HarnessPolicy
+        from harness.permissions.checks import Permissions
+        from harness.permissions.policy import HarnessPolicy
         from harness.tools.base import ToolContext
         from harness.tools.executor import ToolExecutor
         from harness.tools.registry import ToolRegistry

@@ -14,8 +14,8 @@ from typing import Any
 import yaml
 
 from actors.factory import open_team
-from mailboxes.journal import FileJournal
-from mailboxes.journal_frame import check_journal
+from mailboxes.journal.frame import check_journal
+from mailboxes.journal.store import FileJournal
 from mailboxes.watch import FileWatcher
 
 TEAMCTL = str(Path(sys.executable).parent / "teamctl")

@@ -11,9 +11,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from actors.cli import cli
-from actors.scenario_model import Scenario, list_scenarios, scenarios_dir
-from actors.scenario_run import capabilities, run_scenario
+from actors.cli.main import cli
+from actors.scenarios.model import Scenario, list_scenarios, scenarios_dir
+from actors.scenarios.run import capabilities, run_scenario
 
 SCENARIOS = list_scenarios()
 RUNNABLE = [s for s in SCENARIOS if set(s.requires) <= capabilities()]

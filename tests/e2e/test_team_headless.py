@@ -9,7 +9,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from tests.actors.runtime_support import team_repo
+from tests.actors.runtime.runtime_support import team_repo
 from tests.e2e.team_support import (
     BACKLOG_SCRIPT,
     count,

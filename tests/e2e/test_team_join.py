@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from actors.state import TeamState
-from harness.scripted import ScriptedModel
+from actors.board.state import TeamState
+from harness.model.scripted import ScriptedModel
 from mailboxes.events import EventDraft, MemberSpawned, draft
-from tests.actors.runtime_support import runtime, stop_actors, team_repo
+from tests.actors.runtime.runtime_support import runtime, stop_actors, team_repo
 from tests.e2e.team_support import BACKLOG_SCRIPT, oracle, teamctl, write_script
 
 __all__ = ["stop_actors"]

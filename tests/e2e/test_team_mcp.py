@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from actors.services import TeammateSpec
+from harness.model.scripted import ScriptedModel
 from harness.ports import ModelRequest, ModelResponse, ToolResultBlock
-from harness.scripted import ScriptedModel
 from harness.transcript import load_transcript
-from tests.actors.runtime_support import runtime, stop_actors, team_repo
+from tests.actors.runtime.runtime_support import runtime, stop_actors, team_repo
 from tests.harness.mcp_servers import alive, children_of
 
 __all__ = ["stop_actors"]

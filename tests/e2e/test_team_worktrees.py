@@ -6,10 +6,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from actors.runtime_members import default_tools
+from actors.runtime.members import default_tools
 from actors.services import TeammateSpec
-from harness.scripted import ScriptedModel
-from tests.actors.runtime_support import Events, runtime, stop_actors, team_repo
+from harness.model.scripted import ScriptedModel
+from tests.actors.runtime.runtime_support import Events, runtime, stop_actors, team_repo
 
 __all__ = ["stop_actors"]
 

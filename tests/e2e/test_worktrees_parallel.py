@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from actors.runtime_members import default_tools
+from actors.runtime.members import default_tools
 from actors.services import TeammateSpec
+from harness.model.scripted import ScriptedModel, latest_input
 from harness.ports import ModelRequest, ModelResponse
-from harness.scripted import ScriptedModel, latest_input
-from tests.actors.cli_support import run
-from tests.actors.runtime_support import Events, runtime, stop_actors
-from tests.actors.worktree_support import git, make_repo
+from tests.actors.cli.cli_support import run
+from tests.actors.runtime.runtime_support import Events, runtime, stop_actors
+from tests.actors.worktrees.worktree_support import git, make_repo
 
 __all__ = ["stop_actors"]
 

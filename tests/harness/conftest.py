@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from harness.fakeapi import FakeMessagesServer
-from harness.scripted import Fault
+from harness.model.fakeapi import FakeMessagesServer
+from harness.model.scripted import Fault
 
 
 class RecordingClock:

@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.compaction import CompactionConfig, Compactor
-from harness.context import SystemPrompt
+from harness.context.compaction import CompactionConfig, Compactor
+from harness.context.prompt import SystemPrompt
 from harness.errors import ScriptError
 from harness.loop import AgentLoop, LoopConfig, LoopHooks
 from harness.ports import (

@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.agent import Agent, AgentConfig
-from harness.context import check_pairing
+from harness.context.prompt import check_pairing
 from harness.loop import LoopHooks
+from harness.model.scripted import ScriptedModel
 from harness.ports import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from harness.scripted import ScriptedModel
 from harness.tools.base import PermissionRequest, PolicyVerdict, ToolContext, ToolOutput
 from harness.tools.subagent import SUBAGENT_KEY, TaskInput, TaskTool
 from harness.transcript import OUTCOME_UNKNOWN, Transcript, load_transcript

@@ -8,8 +8,8 @@ from pathlib import Path
 import anthropic
 
 from harness.agent import Agent, AgentConfig
-from harness.anthropic_model import AnthropicModel
-from harness.context import check_pairing
+from harness.context.prompt import check_pairing
+from harness.model.anthropic_client import AnthropicModel
 from harness.ports import TextBlock, ToolResultBlock
 from harness.transcript import load_transcript
 from tests.harness.conftest import FakeApiFactory, RecordingClock
@@ -108,7 +108,7 @@ def test_prompt_too_long_through_the_real_sdk_compacts_once_then_retries(
 
 
 def test_interrupt_reaches_a_running_subagent(tmp_path: Path) -> None:
-    from harness.scripted import ScriptedModel
+    from harness.model.scripted import ScriptedModel
 
     script = {
         "lead": {

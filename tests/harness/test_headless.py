@@ -11,7 +11,6 @@ import anthropic
 import pytest
 from click.testing import CliRunner
 
-from harness.anthropic_model import AnthropicModel
 from harness.errors import ModelError
 from harness.headless import (
     EXIT_FAILED,
@@ -22,8 +21,9 @@ from harness.headless import (
     run_ask,
     schema_errors,
 )
+from harness.model.anthropic_client import AnthropicModel
+from harness.model.scripted import ScriptedModel
 from harness.ports import ModelClient
-from harness.scripted import ScriptedModel
 from harness.tools.base import Approver, ToolPolicy
 from tests.harness.conftest import FakeApiFactory, RecordingClock
 from tests.harness.loop_support import FakeModel

@@ -14,14 +14,14 @@ import pytest
 
 from harness.agent import Agent, AgentConfig
 from harness.host_setup import McpSelection, install_mcp_tools, install_sandbox, open_mcp
-from harness.mcp_client import McpManager
-from harness.mcp_config import load_mcp_servers
-from harness.permissions import Permissions
-from harness.policy import HarnessPolicy
+from harness.mcp.client import McpManager
+from harness.mcp.config import load_mcp_servers
+from harness.model.scripted import ScriptedModel
+from harness.permissions.checks import Permissions
+from harness.permissions.policy import HarnessPolicy
 from harness.ports import ToolResultBlock
-from harness.sandbox import SANDBOX_KEY, Sandbox, probe_bwrap
-from harness.scripted import ScriptedModel
 from harness.settings import SandboxSettings
+from harness.shell.sandbox import SANDBOX_KEY, Sandbox, probe_bwrap
 from tests.harness.mcp_servers import basic_server
 
 needs_bwrap = pytest.mark.skipif(
@@ -114,7 +114,7 @@ def test_no_configured_server_means_no_manager_and_no_mcp_import(tmp_path: Path)
     code = (
         "import sys; from pathlib import Path; from harness.host_setup import open_mcp; "
         f"assert open_mcp(Path({str(tmp_path)!r}), {{}}) is None; "
-        "assert 'mcp' not in sys.modules and 'harness.mcp_client' not in sys.modules, "
+        "assert 'mcp' not in sys.modules and 'harness.mcp.client' not in sys.modules, "
         "sorted(m for m in sys.modules if 'mcp' in m)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.context import PairingError, check_pairing
+from harness.context.prompt import PairingError, check_pairing
 from harness.errors import HarnessError, ModelError, PromptTooLong
 from harness.loop import LoopHooks, PromptVerdict, StopVerdict
 from harness.ports import Message, ModelRequest, TextBlock, ToolResultBlock, ToolUseBlock, Usage

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.compaction import CompactionConfig
-from harness.context import check_pairing
+from harness.context.compaction import CompactionConfig
+from harness.context.prompt import check_pairing
 from harness.ports import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
 from harness.transcript import (
     OUTCOME_UNKNOWN,

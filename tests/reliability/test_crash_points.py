@@ -21,13 +21,13 @@ from pydantic import BaseModel, ConfigDict
 
 from actors.factory import open_team
 from harness.agent import Agent, AgentConfig
+from harness.model.scripted import ScriptedModel
 from harness.ports import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from harness.scripted import ScriptedModel
 from harness.tools.base import PermissionRequest, PolicyVerdict, Tool, ToolContext, ToolOutput
 from harness.transcript import OUTCOME_UNKNOWN, Transcript, load_transcript
 from mailboxes.crashpoints import CrashPlan, parse_crash_at
 from mailboxes.events import MemberSpawned, draft
-from tests.actors.runtime_support import (
+from tests.actors.runtime.runtime_support import (
     Gate,
     runtime,
     stop_actors,

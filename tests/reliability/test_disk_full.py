@@ -23,13 +23,13 @@ from typing import Any
 
 import pytest
 
-from actors.board import Board
-from actors.projections import Projections
+from actors.board.board import Board
+from actors.board.projections import Projections
 from mailboxes import events as ev
-from mailboxes.journal import FileJournal
-from mailboxes.journal_frame import check_journal
+from mailboxes.journal.frame import check_journal
+from mailboxes.journal.store import FileJournal
 from mailboxes.maildir import Maildir, MessageDraft
-from tests.actors.runtime_support import team_repo
+from tests.actors.runtime.runtime_support import team_repo
 from tests.support.oracle import assert_nothing_lost
 
 TEAMCTL = str(Path(sys.executable).parent / "teamctl")
@@ -41,11 +41,11 @@ from pathlib import Path
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 limit = int(sys.argv[2])
 resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-from actors.board import Board
-from actors.projections import Projections
+from actors.board.board import Board
+from actors.board.projections import Projections
 from mailboxes import events as ev
 from mailboxes.errors import WriteFailed
-from mailboxes.journal import FileJournal
+from mailboxes.journal.store import FileJournal
 from mailboxes.maildir import Maildir, MessageDraft
 
 def created(tid, text, op_id):
@@ -244,7 +244,7 @@ def test_a_projection_that_cannot_be_written_does_not_fail_a_committed_command(
     blocker = tmp_path / ".tasks" / "task_2.json"
     blocker.mkdir()
     (blocker / "in-the-way").write_text("x")  # the rename onto task_2.json fails
-    with caplog.at_level(logging.WARNING, logger="actors.projections"):
+    with caplog.at_level(logging.WARNING, logger="actors.board.projections"):
         created_task = board.create("two")
     assert created_task.id == "task_2"
     assert [e.data["subject"] for e in FileJournal(tmp_path / ".team").read_from(1)] == [

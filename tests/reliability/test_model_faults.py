@@ -21,13 +21,13 @@ from typing import Any
 import anthropic
 import pytest
 
-from actors.runtime_members import anthropic_models, default_tools
-from harness.anthropic_model import AnthropicModel
-from harness.backoff import BackoffGate
-from harness.fakeapi import FakeMessagesServer
+from actors.runtime.members import anthropic_models, default_tools
+from harness.model.anthropic_client import AnthropicModel
+from harness.model.backoff import BackoffGate
+from harness.model.fakeapi import FakeMessagesServer
+from harness.model.scripted import Fault
 from harness.ports import Message, ModelRequest, TextBlock
-from harness.scripted import Fault
-from tests.actors.runtime_support import runtime, stop_actors, team_repo
+from tests.actors.runtime.runtime_support import runtime, stop_actors, team_repo
 from tests.support.fault_api import KINDS, AgentClock, FaultyApi, RecordingGate
 from tests.support.oracle import assert_nothing_lost
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from actors.board import Board
-from actors.projections import Projections
+from actors.board.board import Board
+from actors.board.projections import Projections
 from mailboxes import events as ev
-from mailboxes.journal import FileJournal
+from mailboxes.journal.store import FileJournal
 from mailboxes.liveness import FlockLiveness
 from mailboxes.maildir import Maildir, MessageDraft
 from tests.support.oracle import Ledger, assert_nothing_lost, check_repository, child_pids

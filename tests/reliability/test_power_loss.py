@@ -21,10 +21,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from actors.board import Board
-from actors.projections import Projections
+from actors.board.board import Board
+from actors.board.projections import Projections
 from mailboxes.fsutil import fsync_dir
-from mailboxes.journal import FileJournal
+from mailboxes.journal.store import FileJournal
 from mailboxes.maildir import Maildir, MessageDraft
 from tests.support.oracle import Ledger, assert_nothing_lost, journal_events
 from tests.support.powerloss import PowerLoss

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from actors.board import Board
-from actors.projections import Projections
-from mailboxes.journal import FileJournal
+from actors.board.board import Board
+from actors.board.projections import Projections
+from mailboxes.journal.store import FileJournal
 from mailboxes.liveness import FlockLiveness
 from mailboxes.maildir import Maildir
 from tests.support.oracle import assert_nothing_lost, journal_events
@@ -33,9 +33,9 @@ BACKLOG = 40
 CLAIMER = r"""
 import json, sys
 from pathlib import Path
-from actors.board import Board
-from actors.projections import Projections
-from mailboxes.journal import FileJournal
+from actors.board.board import Board
+from actors.board.projections import Projections
+from mailboxes.journal.store import FileJournal
 root, name = Path(sys.argv[1]), sys.argv[2]
 board = Board(FileJournal(root / ".team"), projections=Projections(root), actor=name)
 print("ready", flush=True)
@@ -147,8 +147,8 @@ def test_32_threads_with_their_own_journal_handles_race(tmp_path: Path) -> None:
 APPENDER = r"""
 import json, sys
 from pathlib import Path
-from actors.board import Board
-from mailboxes.journal import FileJournal
+from actors.board.board import Board
+from mailboxes.journal.store import FileJournal
 root, name, count, size = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 board = Board(FileJournal(root / ".team"), actor=name)
 print("ready", flush=True)
@@ -243,8 +243,8 @@ def _text(to: str, text: str) -> Any:
 HOLDER = r"""
 import sys
 from pathlib import Path
-from actors.board import Board
-from mailboxes.journal import FileJournal
+from actors.board.board import Board
+from mailboxes.journal.store import FileJournal
 from mailboxes.liveness import FlockLiveness
 root = Path(sys.argv[1])
 live = FlockLiveness(root / ".team" / "members")
@@ -259,9 +259,9 @@ with live.hold("w1"):
 LATE_WORKER = r"""
 import json, sys
 from pathlib import Path
-from actors.board import Board
+from actors.board.board import Board
 from actors.errors import TeamError
-from mailboxes.journal import FileJournal
+from mailboxes.journal.store import FileJournal
 root, epoch = Path(sys.argv[1]), int(sys.argv[2])
 board = Board(FileJournal(root / ".team"), actor="w1")
 print("ready", flush=True)

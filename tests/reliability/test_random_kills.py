@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from actors.scheduler import MaildirDelivery
+from actors.jobs.scheduler import MaildirDelivery
 from mailboxes.maildir import Maildir
 from mailboxes.messages import MessageDraft
 from tests.e2e.team_support import wait_journal

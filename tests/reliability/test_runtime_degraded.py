@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from actors.degraded import DiskWatch, disk_full, probe_space
-from harness.scripted import ScriptedModel
+from actors.runtime.degraded import DiskWatch, disk_full, probe_space
+from harness.model.scripted import ScriptedModel
 from mailboxes.errors import WriteFailed
 from mailboxes.maildir import Maildir
 from mailboxes.messages import MessageDraft
-from tests.actors.runtime_support import Events, runtime, stop_actors, team_repo
+from tests.actors.runtime.runtime_support import Events, runtime, stop_actors, team_repo
 from tests.support.oracle import assert_nothing_lost
 
 __all__ = ["stop_actors"]
@@ -97,7 +97,7 @@ class ManualTimer:
 
 
 def _status_events(root: Path, status: str) -> list[str]:
-    from mailboxes.journal import FileJournal
+    from mailboxes.journal.store import FileJournal
 
     journal = FileJournal(root / ".team")
     try:
@@ -229,7 +229,7 @@ def test_disk_watch_enters_once_backs_off_and_stops_probing_when_closed() -> Non
 
 
 def test_the_console_shows_degraded_and_recovered() -> None:
-    from actors.cli_run import _text_line
+    from actors.cli.run import _text_line
 
     line = _text_line({"type": "degraded", "reason": "disk full: No space left on device"})
     assert line is not None and "degraded" in line and "No space left" in line

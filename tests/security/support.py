@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.permissions import Permissions
-from harness.policy import HarnessPolicy
+from harness.permissions.checks import Permissions
+from harness.permissions.policy import HarnessPolicy
 from harness.ports import ToolResultBlock, ToolUseBlock
 from harness.settings import PermissionMode
 from harness.tools.base import (

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.worktree_confine import confine_policy
+from actors.worktrees.confine import confine_policy
 from harness.settings import PermissionMode
 from tests.security.support import stack, tree_hashes
 

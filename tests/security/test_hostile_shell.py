@@ -1,6 +1,6 @@
 """Wrapped dangerous shell commands and exfiltration, beyond ``tests/harness`` 's corpus.
 
-``EXTRA`` holds only what ``tests/harness/test_permissions_corpus.py`` lacks (checked below):
+``EXTRA`` holds only what ``tests/harness/permissions/test_permissions_corpus.py`` lacks (checked below):
 wrappers the analyser did not know (flock, chroot, strace, taskset, ...), commands that run code
 given as an argument (``su -c``, ``script -c``, ``python -c``, ``trap``, ``ssh``, ``tar
 --to-command``, ...), quoting tricks and odd separators. Each is checked at the permission level
@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.permissions import Permissions
+from harness.permissions.checks import Permissions
 from harness.settings import PermissionMode
 from harness.tools.base import PermissionRequest, ToolContext
-from tests.harness.test_permissions_corpus import CORPUS
+from tests.harness.permissions.test_permissions_corpus import CORPUS
 from tests.security.support import MODES, stack, tree_hashes
 
 EXTRA = [
-    # wrappers the analyser did not unwrap (found by this suite; fixed in harness/shell_words.py)
+    # wrappers the analyser did not unwrap (found by this suite; fixed in harness/shell/words.py)
     "flock /tmp/l rm x",
     "flock -w 3 /tmp/l -c 'rm x'",
     "chroot / rm x",
@@ -40,7 +40,7 @@ EXTRA = [
     "doas rm x",
     "command -p rm x",
     "exec -a ls rm x",
-    # code given as an argument (found by this suite; fixed in harness/shell_words.py)
+    # code given as an argument (found by this suite; fixed in harness/shell/words.py)
     "su -c 'rm x'",
     "script -qc 'rm x' /dev/null",
     "python3 -c 'import os; os.remove(\"x\")'",
@@ -232,7 +232,7 @@ def test_exfiltration_is_asked_or_denied(root: Path, command: str) -> None:
 )
 def test_plan_mode_never_hands_flagged_commands_to_an_approver(root: Path, command: str) -> None:
     # Found by this suite: these were counted as read-only, so plan mode asked the approver
-    # (which could say yes) instead of refusing. Fixed in harness/shell_policy.py.
+    # (which could say yes) instead of refusing. Fixed in harness/shell/policy.py.
     (root / "evil.sh").write_text("touch pwned\n")
     s = stack(root, mode="plan", allow=["Bash"])
     assert s.outcome("bash", command=command) == "denied"

@@ -20,14 +20,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from actors import board_protocols as bp
+from actors.board import protocols as bp
 from actors.errors import TeamError
-from actors.permission_requests import PermissionRouter
 from actors.protocols import plan_mode_active
+from actors.runtime.permission_requests import PermissionRouter
 from actors.settings import load_settings
-from actors.tools import NO_HOOKS, lead_tools, teammate_tools
-from harness.permissions import Permissions
-from harness.policy import HarnessPolicy
+from actors.tools.toolsets import NO_HOOKS, lead_tools, teammate_tools
+from harness.permissions.checks import Permissions
+from harness.permissions.policy import HarnessPolicy
 from harness.ports import ToolResultBlock
 from harness.tools.base import PermissionRequest, ToolContext
 from harness.tools.executor import ToolExecutor

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.sandbox import SANDBOX_KEY, Probe, Sandbox, probe_bwrap
 from harness.settings import SandboxSettings
+from harness.shell.sandbox import SANDBOX_KEY, Probe, Sandbox, probe_bwrap
 from harness.tools.base import ToolContext
 from harness.tools.bash import BashInput, BashTool
 from tests.security.support import sha256, wait_gone

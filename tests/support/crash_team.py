@@ -25,10 +25,10 @@ from typing import Any
 import yaml
 
 from actors.factory import init_team, open_team
-from actors.scheduler import schedule_cron
+from actors.jobs.scheduler import schedule_cron
 from harness.clock import UuidIds
 from mailboxes.events import Event
-from mailboxes.journal import FileJournal
+from mailboxes.journal.store import FileJournal
 from mailboxes.messages import MessageDraft
 from tests.support.oracle import check_repository, journal_events
 

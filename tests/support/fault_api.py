@@ -9,10 +9,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from harness.backoff import BackoffGate
-from harness.fakeapi import FakeMessagesServer
+from harness.model.backoff import BackoffGate
+from harness.model.fakeapi import FakeMessagesServer
+from harness.model.scripted import Fault
 from harness.ports import Clock
-from harness.scripted import Fault
 
 KINDS = ("rate_limit", "overloaded", "server_error", "reset", "stream_error", "stream_reset")
 

@@ -28,10 +28,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from actors.projections import verify
-from actors.state import EMPTY, TeamState, fold_all
+from actors.board.projections import verify
+from actors.board.state import EMPTY, TeamState, fold_all
 from mailboxes.events import Event
-from mailboxes.journal_frame import BadLine, decode_event, iter_lines
+from mailboxes.journal.frame import BadLine, decode_event, iter_lines
 from mailboxes.liveness import FlockLiveness
 
 __all__ = ["Ledger", "assert_nothing_lost", "check_repository", "child_pids", "journal_events"]
@@ -180,7 +180,7 @@ def _check_ops(
 
 
 def _check_claims(events: list[Event]) -> list[str]:
-    """Replay the claim protocol from raw events, independently of ``actors.state``."""
+    """Replay the claim protocol from raw events, independently of ``actors.board.state``."""
     out: list[str] = []
     owner: dict[str, str | None] = {}
     epoch: dict[str, int] = {}

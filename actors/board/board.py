@@ -1,0 +1,420 @@
+"""The task board: commands checked under the journal's lock against caught-up state (DESIGN §5).
+
+Every command goes through ``EventStore.append``: ``decide`` folds the events other threads or
+processes appended since our last look, validates the command against that state, and returns the
+drafts. So a claim is a compare-and-swap across processes, and fencing (owner + epoch) is checked
+against the truth. The append is the acknowledgement. After it, outside the journal's lock, the
+projections are synced (``Projections.sync``): a command's own projection is written before it
+returns unless another writer is syncing, in which case that writer writes it before releasing
+the projection lock.
+
+A refused claim is a normal answer (``ClaimResult.ok`` is False, ``reason`` says why). Commands
+that cannot be carried out raise a ``TeamError`` (``UnknownTask``, ``CycleError``,
+``HasDependents``, ``NotOwner``, ``StaleEpoch``, ``InvalidTransition``).
+
+``op_id`` makes a retried command a no-op: if an event with that ``op_id`` is already in the
+journal, nothing is written and the result describes the stored event.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+from actors.board.projections import Projections
+from actors.board.rules import (
+    ALREADY_YOURS,
+    ClaimResult,
+    Completion,
+    alive,
+    fence,
+    live,
+    refusal,
+    unique,
+)
+from actors.board.state import EMPTY, Task, TeamState, fold_all, task_id
+from actors.errors import CycleError, HasDependents, InvalidTransition, TeamError
+from mailboxes.crashpoints import crash_point
+from mailboxes.events import (
+    Event,
+    EventDraft,
+    Payload,
+    TaskClaimed,
+    TaskCompleted,
+    TaskCreated,
+    TaskDeleted,
+    TaskReleased,
+    TaskUpdated,
+    draft,
+)
+from mailboxes.messages import check_agent_name
+from mailboxes.ports import EventStore, Liveness
+
+__all__ = ["Board", "ClaimResult", "Completion", "Decision"]
+
+TaskList = list[Task]
+Lines = list[str]
+Decision = Callable[[TeamState], Sequence[EventDraft]]
+"""Given the caught-up state, the drafts to append (or raise a ``TeamError`` to refuse)."""
+
+
+_ACTING_AS: ContextVar[str | None] = ContextVar("teamctl_acting_as", default=None)
+
+
+@contextmanager
+def acting_as(agent: str) -> Iterator[None]:
+    """Record the board commands issued inside the block as caused by ``agent`` (the journal's
+    ``actor``), whatever the board's default actor is. One board serves every agent of a
+    runtime, so the team tools say who is acting; a context variable keeps threads apart."""
+    token = _ACTING_AS.set(agent)
+    try:
+        yield
+    finally:
+        _ACTING_AS.reset(token)
+
+
+class Board:
+    """The task board of one team, over any ``EventStore``. Thread-safe.
+
+    Reads (``state``, ``get``, ``list``, ``ready``) answer from the state as of the last command
+    or ``refresh()``; commands always decide against the journal's latest state.
+    """
+
+    def __init__(
+        self,
+        store: EventStore,
+        *,
+        projections: Projections | None = None,
+        liveness: Liveness | None = None,
+        actor: str = "cli",
+    ) -> None:
+        self._store = store
+        self._projections = projections
+        self._liveness = liveness
+        self._actor = actor
+        self._lock = threading.RLock()
+        self._state = EMPTY
+        self.refresh()
+        if projections is not None:
+            self.repair_projections()
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> TeamState:
+        """The folded team state as of the last command or refresh."""
+        return self._state
+
+    @property
+    def actor(self) -> str:
+        """Who this board's events are recorded as caused by."""
+        return self._actor
+
+    def refresh(self) -> TeamState:
+        """Catch up with events appended by others; returns the new state."""
+        with self._lock:
+            state = self._state
+            self._state = fold_all(state, self._store.read_from(state.seq + 1))
+            return self._state
+
+    def get(self, tid: str) -> Task:
+        """One task (``UnknownTask`` if absent)."""
+        return self._state.task(tid)
+
+    def list(self, *, include_deleted: bool = False) -> TaskList:
+        """Every task in id order (deleted ones only when asked)."""
+        return [t for t in self._state.tasks.values() if include_deleted or t.status != "deleted"]
+
+    def ready(self, role: str | None = None, *, any_role: bool = True) -> TaskList:
+        """Ready tasks in id order (see ``TeamState.ready``)."""
+        return self._state.ready(role, any_role=any_role)
+
+    # --- the one write path --------------------------------------------------------------------
+
+    def execute(self, decision: Decision) -> tuple[TeamState, tuple[Event, ...]]:
+        """Run ``decision`` under the store's lock against caught-up state and append its drafts.
+
+        Returns the state after the append and the appended (or, for a known ``op_id``, the
+        stored) events. When it returns, the projections show at least that state, unless another
+        writer holds the projection lock (then it writes them before releasing it). Other
+        modules use this for commands of their own (members, plans).
+        """
+        with self._lock:
+            before = self._state.seq
+            base = self._state
+            caught: list[TeamState] = []
+
+            def decide(seen: Sequence[Event]) -> Sequence[EventDraft]:
+                caught.append(fold_all(base, seen))
+                return decision(caught[-1])
+
+            try:
+                result = self._store.append(decide, after=base.seq)
+            finally:
+                if caught:
+                    self._state = caught[-1]
+            appended = tuple(result.appended)
+            state = self._state = fold_all(self._state, appended)
+        if self._projections is not None and any(e.seq > before for e in appended):
+            # Outside the journal lock: projection I/O must not lengthen the critical section.
+            crash_point("board.before_projection")
+            self._projections.sync(self.refresh)
+        return state, appended
+
+    def repair_projections(self) -> Lines:
+        """Rewrite every projection that is missing, stale or hand-edited; returns one line
+        per file repaired (each also logged as a warning)."""
+        if self._projections is None:
+            return []
+        return self._projections.repair_all(self.refresh)
+
+    def _draft(self, body: Payload, op_id: str | None) -> EventDraft:
+        return draft(body.TYPE, _ACTING_AS.get() or self._actor, body, op_id)
+
+    def _stored(self, op_id: str | None, state: TeamState) -> Event | None:
+        """The stored event of an already applied ``op_id`` (a retried command)."""
+        if op_id is None or op_id not in state.ops:
+            return None
+        return next(iter(self._store.read_from(state.ops[op_id])))
+
+    # --- task commands -------------------------------------------------------------------------
+
+    def create(
+        self,
+        subject: str,
+        description: str = "",
+        *,
+        blocked_by: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        plan_required: bool = False,
+        role: str | None = None,
+        op_id: str | None = None,
+    ) -> Task:
+        """Add a pending task; every ``blocked_by`` id must exist and not be deleted."""
+        if not subject.strip():
+            raise TeamError("a task needs a subject")
+
+        def decision(st: TeamState) -> Sequence[EventDraft]:
+            if op_id is not None and op_id in st.ops:
+                return ()
+            deps = unique(blocked_by)
+            for dep in deps:
+                live(st, dep, "depend on")
+            body = TaskCreated(
+                task_id=task_id(st.next_task),
+                subject=subject,
+                description=description,
+                blocked_by=deps,
+                metadata=dict(metadata or {}),
+                plan_required=plan_required,
+                role=role,
+            )
+            return (self._draft(body, op_id),)
+
+        state, events = self.execute(decision)
+        event = events[0] if events else self._stored(op_id, state)
+        assert event is not None
+        return state.task(str(event.data["task_id"]))
+
+    def update(
+        self,
+        tid: str,
+        *,
+        subject: str | None = None,
+        description: str | None = None,
+        add_blocked_by: Sequence[str] = (),
+        remove_blocked_by: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        op_id: str | None = None,
+    ) -> Task:
+        """Edit a task; new edges are checked for existence and cycles. No change, no event."""
+
+        def decision(st: TeamState) -> Sequence[EventDraft]:
+            if op_id is not None and op_id in st.ops:
+                return ()
+            task = live(st, tid, "edit")
+            add = tuple(d for d in unique(add_blocked_by) if d not in task.blocked_by)
+            remove = tuple(d for d in unique(remove_blocked_by) if d in task.blocked_by)
+            for dep in add:
+                live(st, dep, "depend on")
+            cycle = st.find_cycle(tid, add)
+            if cycle is not None:
+                raise CycleError(cycle)
+            changed = (
+                (subject is not None and subject != task.subject)
+                or (description is not None and description != task.description)
+                or add
+                or remove
+                or metadata
+            )
+            if not changed:
+                return ()
+            body = TaskUpdated(
+                task_id=tid,
+                subject=subject,
+                description=description,
+                add_blocked_by=add,
+                remove_blocked_by=remove,
+                metadata=dict(metadata) if metadata else None,
+            )
+            return (self._draft(body, op_id),)
+
+        state, _ = self.execute(decision)
+        return state.task(tid)
+
+    def delete(self, tid: str, *, force: bool = False, op_id: str | None = None) -> Task:
+        """Mark deleted. Refused while unfinished tasks depend on it or it is claimed, unless
+        ``force`` (which frees the owner and drops the edges). Deleting twice is a no-op."""
+
+        def decision(st: TeamState) -> Sequence[EventDraft]:
+            task = st.task(tid)
+            if task.status == "deleted" or (op_id is not None and op_id in st.ops):
+                return ()
+            if not force:
+                dependents = st.live_dependents(tid)
+                if dependents:
+                    raise HasDependents(tid, dependents)
+                if task.status == "in_progress":
+                    raise InvalidTransition(tid, f"claimed by {task.owner}", "delete")
+            return (self._draft(TaskDeleted(task_id=tid, force=force), op_id),)
+
+        state, _ = self.execute(decision)
+        return state.task(tid)
+
+    def claim(
+        self, tid: str, owner: str, *, human: bool = False, op_id: str | None = None
+    ) -> ClaimResult:
+        """Compare-and-swap: a ready task becomes ``owner``'s (epoch + 1). ``human`` claims (from
+        a terminal, ``--as NAME``) hold no lease and are never reaped."""
+        check_agent_name(owner)
+        refused: list[str] = []
+
+        def decision(st: TeamState) -> Sequence[EventDraft]:
+            if op_id is not None and op_id in st.ops:
+                return ()
+            task = st.task(tid)
+            reason = refusal(st, task, owner)
+            if reason:
+                refused.append(reason)
+                return ()
+            body = TaskClaimed(task_id=tid, owner=owner, epoch=task.epoch + 1, human=human)
+            return (self._draft(body, op_id),)
+
+        state, _ = self.execute(decision)
+        if refused:
+            if refused[-1] == ALREADY_YOURS:
+                return ClaimResult(True, state.task(tid))
+            return ClaimResult(False, state.task(tid), refused[-1])
+        return ClaimResult(True, state.task(tid))
+
+    def claim_next(
+        self,
+        owner: str,
+        *,
+        role: str | None = None,
+        accept: Callable[[Task], bool] | None = None,
+        op_id: str | None = None,
+    ) -> ClaimResult:
+        """Atomically claim the lowest-id ready task ``owner`` may take: tasks without a role,
+        or with ``role``, that ``accept`` (a pure filter, e.g. on tools; run under the lock)
+        agrees to. At most one; refused if ``owner`` already holds a task."""
+        check_agent_name(owner)
+        refused: list[str] = []
+
+        def decision(st: TeamState) -> Sequence[EventDraft]:
+            if op_id is not None and op_id in st.ops:
+                return ()
+            held = st.holding(owner)
+            if held is not None:
+                refused.append(f"{owner} already holds {held.id}")
+                return ()
+            for task in st.tasks.values():
+                if (
+                    task.status == "pending"  # most tasks are not: skip them cheaply
+                    and (task.role is None or task.role == role)
+                    and st.is_ready(task)
+                    and (accept is None or accept(task))
+                ):
+                    body = TaskClaimed(task_id=task.id, owner=owner, epoch=task.epoch + 1)
+                    return (self._draft(body, op_id),)
+            refused.append("no ready task")
+            return ()
+
+        state, events = self.execute(decision)
+        if refused:
+            return ClaimResult(False, None, refused[-1])
+        event = events[0] if events else self._stored(op_id, state)
+        assert event is not None
+        return ClaimResult(True, state.task(str(event.data["task_id"])))
+
+    def release(
+        self,
+        tid: str,
+        owner: str,
+        epoch: int,
+        reason: str = "released",
+        *,
+        op_id: str | None = None,
+    ) -> Task:
+        """Give a claimed task back (pending again). Fenced by ``owner`` and ``epoch``."""
+
+        def decision(st: TeamState) -> Sequence[EventDraft]:
+            if op_id is not None and op_id in st.ops:
+                return ()
+            fence(st, tid, owner, epoch)
+            body = TaskReleased(task_id=tid, owner=owner, epoch=epoch, reason=reason)
+            return (self._draft(body, op_id),)
+
+        state, _ = self.execute(decision)
+        return state.task(tid)
+
+    def complete(
+        self, tid: str, owner: str, epoch: int, summary: str = "", *, op_id: str | None = None
+    ) -> Completion:
+        """Finish a claimed task. Fenced by ``owner`` and ``epoch``; the event carries the ids
+        of the tasks that became ready."""
+
+        def decision(st: TeamState) -> Sequence[EventDraft]:
+            if op_id is not None and op_id in st.ops:
+                return ()
+            fence(st, tid, owner, epoch)
+            body = TaskCompleted(
+                task_id=tid,
+                owner=owner,
+                epoch=epoch,
+                summary=summary,
+                unblocked=st.newly_ready_after(tid),
+            )
+            return (self._draft(body, op_id),)
+
+        state, events = self.execute(decision)
+        event = events[0] if events else self._stored(op_id, state)
+        assert event is not None
+        return Completion(state.task(tid), tuple(event.data["unblocked"]))
+
+    def reap_dead_owners(self) -> TaskList:
+        """Release (reason ``owner_dead``) every agent claim whose owner's lease is free.
+
+        Checked under the store's lock, so two processes reaping at once release each claim once.
+        Human claims are never reaped. Without a ``Liveness`` this does nothing.
+        """
+        liveness = self._liveness
+        if liveness is None:
+            return []
+
+        def decision(st: TeamState) -> Sequence[EventDraft]:
+            drafts = []
+            for owner, tid in st.holdings.items():
+                task = st.tasks[tid]
+                if not task.human and not alive(liveness, owner):
+                    body = TaskReleased(
+                        task_id=tid, owner=owner, epoch=task.epoch, reason="owner_dead"
+                    )
+                    drafts.append(self._draft(body, None))
+            return drafts
+
+        state, events = self.execute(decision)
+        return [state.task(str(e.data["task_id"])) for e in events]

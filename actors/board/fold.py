@@ -1,0 +1,372 @@
+"""The mutable working copy behind ``actors.board.state.fold_all``: one handler per event type.
+
+A batch of events is applied to shallow copies of the state's maps and frozen once at the end;
+``Task``/``Member`` values are immutable and shared between states. Only ``fold_all`` uses this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+from actors.board.state import (
+    Member,
+    PlanRequest,
+    PlanStatus,
+    StateGap,
+    Task,
+    TaskPlan,
+    TeamState,
+    WorktreeRecord,
+    task_number,
+)
+from mailboxes.events import (
+    Event,
+    MemberSpawned,
+    MemberStatusChanged,
+    MemberStopped,
+    PlanRequested,
+    PlanReviewed,
+    PlanSubmitted,
+    TaskClaimed,
+    TaskCompleted,
+    TaskCreated,
+    TaskDeleted,
+    TaskReleased,
+    TaskUpdated,
+    TeamCreated,
+    WorktreeBound,
+    WorktreeCreated,
+    WorktreeMerged,
+    WorktreeRemoved,
+    payload,
+)
+
+_TASK_FIELD = {name: i for i, name in enumerate(Task._fields)}
+_UPDATED_AT = _TASK_FIELD["updated_at"]
+_SEQ = _TASK_FIELD["seq"]
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def _copy(mapping: Mapping[K, V]) -> dict[K, V]:
+    """A mutable copy. ``.copy()`` clones the dict under a read-only proxy in one step, while
+    ``dict(proxy)`` goes key by key (16x slower on 1,000 tasks; folds run under the journal lock).
+    """
+    if isinstance(mapping, MappingProxyType | dict):
+        return mapping.copy()
+    return dict(mapping)
+
+
+class Builder:
+    """Mutable working copy used inside one ``fold_all`` call; never escapes it."""
+
+    __slots__ = (
+        "holdings",
+        "members",
+        "name",
+        "next_task",
+        "ops",
+        "plan_requests",
+        "seq",
+        "tasks",
+        "team_seq",
+        "worktrees",
+    )
+
+    def __init__(self, state: TeamState) -> None:
+        self.name = state.name
+        self.seq = state.seq
+        self.team_seq = state.team_seq
+        self.next_task = state.next_task
+        self.tasks = _copy(state.tasks)
+        self.members = _copy(state.members)
+        self.holdings = _copy(state.holdings)
+        self.plan_requests = _copy(state.plan_requests)
+        self.ops = _copy(state.ops)
+        self.worktrees = _copy(state.worktrees)
+
+    def freeze(self) -> TeamState:
+        return TeamState(
+            name=self.name,
+            seq=self.seq,
+            team_seq=self.team_seq,
+            next_task=self.next_task,
+            tasks=MappingProxyType(self.tasks),
+            members=MappingProxyType(self.members),
+            holdings=MappingProxyType(self.holdings),
+            plan_requests=MappingProxyType(self.plan_requests),
+            ops=MappingProxyType(self.ops),
+            worktrees=MappingProxyType(self.worktrees),
+        )
+
+    def apply_all(self, events: Iterable[Event]) -> Builder:
+        for event in events:
+            if event.seq <= self.seq:
+                continue
+            if event.seq != self.seq + 1:
+                raise StateGap(f"event seq {event.seq} follows state seq {self.seq}")
+            self.seq = event.seq
+            if event.op_id is not None:
+                self.ops[event.op_id] = event.seq
+            handler = _HANDLERS.get(event.type)
+            if handler is not None:
+                handler(self, event, payload(event))
+        return self
+
+    # --- helpers -------------------------------------------------------------------------------
+
+    def _put(self, task: Task, event: Event, **changes: Any) -> Task:
+        # A hand-rolled _replace: the namedtuple one costs several times more per event.
+        values = list(task)
+        values[_UPDATED_AT] = event.ts
+        values[_SEQ] = event.seq
+        for name, value in changes.items():
+            values[_TASK_FIELD[name]] = value
+        new = Task._make(values)
+        self.tasks[task.id] = new
+        return new
+
+    def _link(self, tid: str, blockers: Iterable[str], event: Event) -> None:
+        for b in blockers:
+            blocker = self.tasks.get(b)
+            if blocker is not None and tid not in blocker.blocks:
+                self._put(blocker, event, blocks=(*blocker.blocks, tid))
+
+    def _unlink(self, tid: str, blockers: Iterable[str], event: Event) -> None:
+        for b in blockers:
+            blocker = self.tasks.get(b)
+            if blocker is not None and tid in blocker.blocks:
+                self._put(blocker, event, blocks=tuple(x for x in blocker.blocks if x != tid))
+
+    def _free(self, task: Task) -> None:
+        if task.owner is not None and self.holdings.get(task.owner) == task.id:
+            del self.holdings[task.owner]
+
+    def _void_plan_requests(self, tid: str) -> None:
+        for rid in [r for r, req in self.plan_requests.items() if req.task_id == tid]:
+            del self.plan_requests[rid]
+
+    # --- handlers ------------------------------------------------------------------------------
+
+    def team_created(self, event: Event, p: Any) -> None:
+        body: TeamCreated = p
+        self.name = body.name
+        self.team_seq = event.seq
+
+    def member_spawned(self, event: Event, p: Any) -> None:
+        body: MemberSpawned = p
+        self.members[body.name] = Member(
+            name=body.name,
+            role=body.role,
+            model=body.model,
+            kind=body.kind,
+            status="starting" if body.kind == "agent" else "active",
+            plan_required=body.plan_required,
+            tools=body.tools,
+            prompt=body.prompt,
+            joined_at=event.ts,
+        )
+        self.team_seq = event.seq
+
+    def member_status_changed(self, event: Event, p: Any) -> None:
+        body: MemberStatusChanged = p
+        member = self.members.get(body.name) or Member(name=body.name, joined_at=event.ts)
+        self.members[body.name] = member._replace(status=body.status, reason=body.reason)
+        self.team_seq = event.seq
+
+    def member_stopped(self, event: Event, p: Any) -> None:
+        body: MemberStopped = p
+        member = self.members.get(body.name) or Member(name=body.name, joined_at=event.ts)
+        self.members[body.name] = member._replace(status="stopped", reason=body.reason)
+        self.team_seq = event.seq
+
+    def task_created(self, event: Event, p: Any) -> None:
+        body: TaskCreated = p
+        tid = body.task_id
+        self.next_task = max(self.next_task, task_number(tid) + 1)
+        self.tasks[tid] = Task(
+            id=tid,
+            subject=body.subject,
+            description=body.description,
+            blocked_by=body.blocked_by,
+            plan=TaskPlan(required=True, status="required") if body.plan_required else TaskPlan(),
+            role=body.role,
+            created_by=event.actor,
+            created_at=event.ts,
+            updated_at=event.ts,
+            metadata=MappingProxyType(dict(body.metadata)),
+            seq=event.seq,
+        )
+        self._link(tid, body.blocked_by, event)
+
+    def task_updated(self, event: Event, p: Any) -> None:
+        body: TaskUpdated = p
+        task = self.tasks[body.task_id]
+        blocked = [b for b in task.blocked_by if b not in body.remove_blocked_by]
+        blocked += [b for b in body.add_blocked_by if b not in blocked]
+        metadata = task.metadata
+        if body.metadata is not None:
+            merged = {**metadata, **body.metadata}
+            metadata = MappingProxyType({k: v for k, v in merged.items() if v is not None})
+        self._put(
+            task,
+            event,
+            subject=task.subject if body.subject is None else body.subject,
+            description=task.description if body.description is None else body.description,
+            blocked_by=tuple(blocked),
+            metadata=metadata,
+        )
+        self._unlink(task.id, body.remove_blocked_by, event)
+        self._link(task.id, body.add_blocked_by, event)
+
+    def task_claimed(self, event: Event, p: Any) -> None:
+        body: TaskClaimed = p
+        task = self.tasks[body.task_id]
+        self._free(task)
+        self._void_plan_requests(task.id)
+        plan = TaskPlan(required=True, status="required") if task.plan.required else TaskPlan()
+        self._put(
+            task,
+            event,
+            status="in_progress",
+            owner=body.owner,
+            human=body.human,
+            epoch=body.epoch,
+            plan=plan,
+        )
+        self.holdings[body.owner] = task.id
+        self.team_seq = event.seq
+
+    def task_released(self, event: Event, p: Any) -> None:
+        body: TaskReleased = p
+        task = self.tasks[body.task_id]
+        self._free(task)
+        self._void_plan_requests(task.id)
+        plan = TaskPlan(required=True, status="required") if task.plan.required else TaskPlan()
+        self._put(task, event, status="pending", owner=None, human=False, plan=plan)
+        self.team_seq = event.seq
+
+    def task_completed(self, event: Event, p: Any) -> None:
+        body: TaskCompleted = p
+        task = self.tasks[body.task_id]
+        self._free(task)
+        self._void_plan_requests(task.id)
+        self._put(task, event, status="completed", owner=body.owner, summary=body.summary)
+        self.team_seq = event.seq
+
+    def task_deleted(self, event: Event, p: Any) -> None:
+        body: TaskDeleted = p
+        task = self.tasks[body.task_id]
+        if task.status == "in_progress":
+            self._free(task)
+            self.team_seq = event.seq
+        self._void_plan_requests(task.id)
+        self._unlink(task.id, task.blocked_by, event)
+        for dep_id in task.blocks:
+            dep = self.tasks[dep_id]
+            self._put(dep, event, blocked_by=tuple(b for b in dep.blocked_by if b != task.id))
+        self._put(task, event, status="deleted", owner=None, human=False, blocks=())
+
+    def plan_requested(self, event: Event, p: Any) -> None:
+        body: PlanRequested = p
+        task = self.tasks[body.task_id]
+        plan = TaskPlan(
+            required=True, status="requested", request_id=body.request_id, epoch=body.epoch
+        )
+        self._put(task, event, plan=plan)
+        self.plan_requests[body.request_id] = PlanRequest(
+            request_id=body.request_id,
+            task_id=body.task_id,
+            teammate=body.teammate,
+            epoch=body.epoch,
+            requested_at=event.ts,
+        )
+
+    def plan_submitted(self, event: Event, p: Any) -> None:
+        body: PlanSubmitted = p
+        task = self.tasks[body.task_id]
+        plan = task.plan._replace(
+            required=True,
+            status="submitted",
+            request_id=body.request_id,
+            epoch=body.epoch,
+            plan=body.plan,
+            feedback=None,
+            reviewer=None,
+        )
+        self._put(task, event, plan=plan)
+        self.plan_requests[body.request_id] = PlanRequest(
+            request_id=body.request_id,
+            task_id=body.task_id,
+            teammate=body.owner,
+            epoch=body.epoch,
+            status="submitted",
+            plan=body.plan,
+            requested_at=event.ts,
+        )
+
+    def plan_reviewed(self, event: Event, p: Any) -> None:
+        body: PlanReviewed = p
+        task = self.tasks[body.task_id]
+        status: PlanStatus = "approved" if body.approve else "rejected"
+        plan = task.plan._replace(status=status, feedback=body.feedback, reviewer=body.reviewer)
+        self._put(task, event, plan=plan)
+        self.plan_requests.pop(body.request_id, None)
+
+    def worktree_created(self, event: Event, p: Any) -> None:
+        body: WorktreeCreated = p
+        self.worktrees[body.name] = WorktreeRecord(
+            name=body.name,
+            branch=body.branch,
+            base=body.base,
+            path=body.path,
+            created_at=event.ts,
+        )
+
+    def worktree_bound(self, event: Event, p: Any) -> None:
+        body: WorktreeBound = p
+        self._put(self.tasks[body.task_id], event, worktree=body.name)
+        record = self.worktrees.get(body.name)
+        if record is not None:
+            self.worktrees[body.name] = record._replace(task_id=body.task_id)
+        self.team_seq = event.seq
+
+    def worktree_removed(self, event: Event, p: Any) -> None:
+        body: WorktreeRemoved = p
+        for task in [t for t in self.tasks.values() if t.worktree == body.name]:
+            self._put(task, event, worktree=None)
+        record = self.worktrees.get(body.name)
+        if record is not None:
+            self.worktrees[body.name] = record._replace(removed=True)
+        self.team_seq = event.seq
+
+    def worktree_merged(self, event: Event, p: Any) -> None:
+        body: WorktreeMerged = p
+        record = self.worktrees.get(body.name)
+        if record is not None:
+            self.worktrees[body.name] = record._replace(merged_commit=body.commit)
+
+
+_HANDLERS: dict[str, Callable[[Builder, Event, Any], None]] = {
+    "team.created": Builder.team_created,
+    "member.spawned": Builder.member_spawned,
+    "member.status_changed": Builder.member_status_changed,
+    "member.stopped": Builder.member_stopped,
+    "task.created": Builder.task_created,
+    "task.updated": Builder.task_updated,
+    "task.claimed": Builder.task_claimed,
+    "task.released": Builder.task_released,
+    "task.completed": Builder.task_completed,
+    "task.deleted": Builder.task_deleted,
+    "plan.requested": Builder.plan_requested,
+    "plan.submitted": Builder.plan_submitted,
+    "plan.reviewed": Builder.plan_reviewed,
+    "worktree.created": Builder.worktree_created,
+    "worktree.bound": Builder.worktree_bound,
+    "worktree.removed": Builder.worktree_removed,
+    "worktree.merged": Builder.worktree_merged,
+}

@@ -1,0 +1,383 @@
+"""Projections of the team state on disk: ``.tasks/task_<n>.json`` and ``.team/team.json``.
+
+They are read-only views for people and tools, rebuilt from the journal at any time. Each file
+stores the ``seq`` it reflects (a task's last change, the team view's last change), so the same
+journal always renders the same bytes: ``verify`` can diff a scratch replay against disk, and
+``repair`` rewrites a file that is missing, stale, malformed or hand-edited.
+
+Writers in every process take ``.team/projections.lock`` (flock); the lock file also holds the
+seq projected so far (the mark). After its journal append (outside the journal's lock, so
+projection I/O never lengthens the claim critical section) a board calls ``sync``: it *tries* the
+lock without blocking. If it gets it, it catches up with the journal, writes every task changed
+since the mark plus ``team.json``, moves the mark, and repeats until a catch-up finds nothing new;
+then it releases and checks the journal once more, trying again if it grew. If the lock is busy it
+returns at once: the holder covers its event (see ``sync`` for why nothing is left behind). So
+under contention one writer projects a whole batch of commands, each file once.
+
+When is a command visible in the files? Its own projection is written before the command returns,
+unless another writer is syncing, in which case that writer writes it before releasing the
+projection lock. The journal append (the acknowledgement) always comes first; a process that died
+between its append and its sync is covered by the next sync of anyone, or by ``repair_all`` on
+the next open.
+
+Files are replaced atomically (tmp + rename: a reader never sees a torn file) but not fsynced by
+default (``durable=False``): the journal is the durable commit, and whatever a power cut leaves
+behind (an old version, an empty file, a stale mark) is found by ``repair_all`` on the next open.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from actors.board.state import Task, TeamState
+from mailboxes.fsutil import BadJson, atomic_write, remove_orphan_tmp, strict_loads
+
+log = logging.getLogger("actors.board.projections")
+
+DriftKind = Literal["missing", "malformed", "stale", "differs", "extra"]
+
+
+@dataclass(frozen=True, slots=True)
+class Drift:
+    """One projection file that does not match the state."""
+
+    path: Path
+    kind: DriftKind
+    detail: str = ""
+
+    def __str__(self) -> str:
+        tail = f": {self.detail}" if self.detail else ""
+        return f"{self.path}: {self.kind}{tail}"
+
+
+def render_task(task: Task) -> dict[str, Any]:
+    """The JSON object of a task file."""
+    plan = task.plan
+    return {
+        "id": task.id,
+        "subject": task.subject,
+        "description": task.description,
+        "status": task.status,
+        "owner": task.owner,
+        "held_by_human": task.human,
+        "blocked_by": list(task.blocked_by),
+        "blocks": list(task.blocks),
+        "worktree": task.worktree,
+        "epoch": task.epoch,
+        "role": task.role,
+        "plan": {
+            "required": plan.required,
+            "status": plan.status,
+            "request_id": plan.request_id,
+            "epoch": plan.epoch,
+            "plan": plan.plan,
+            "feedback": plan.feedback,
+            "reviewer": plan.reviewer,
+        },
+        "summary": task.summary,
+        "metadata": dict(task.metadata),
+        "created_by": task.created_by,
+        "created_at": task.created_at,
+        "updated_at": task.updated_at,
+        "seq": task.seq,
+    }
+
+
+def render_team(state: TeamState) -> dict[str, Any]:
+    """The JSON object of ``team.json``: members with status, assignment and worktree.
+
+    A person who claimed a task from a terminal (``--as NAME``) shows as a human member.
+    """
+    members = []
+    names = list(state.members)
+    names += [o for o in state.holdings if o not in state.members]
+    for name in names:
+        member = state.members.get(name)
+        held = state.holding(name)
+        human = (member is not None and member.kind == "human") or (held is not None and held.human)
+        members.append(
+            {
+                "name": name,
+                "kind": "human" if human else "agent",
+                "role": member.role if member else None,
+                "model": member.model if member else None,
+                "status": member.status if member else "working",
+                "reason": member.reason if member else "",
+                "plan_required": member.plan_required if member else False,
+                "task": held.id if held else None,
+                "epoch": held.epoch if held else None,
+                "worktree": held.worktree if held else None,
+            }
+        )
+    return {"team": state.name, "members": members, "seq": state.team_seq}
+
+
+def _encode(obj: dict[str, Any]) -> bytes:
+    """One key per line (and one list item per line for lists of objects): readable, and each
+    value goes through the C JSON encoder (``indent=`` would use the slow pure-Python one)."""
+    lines = []
+    for key, value in obj.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            items = ",\n".join("    " + _dumps(v) for v in value)
+            lines.append(f"  {_dumps(key)}: [\n{items}\n  ]")
+        else:
+            lines.append(f"  {_dumps(key)}: {_dumps(value)}")
+    return ("{\n" + ",\n".join(lines) + "\n}\n").encode("utf-8")
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+class Projections:
+    """The projection files of one repository (``root`` holds ``.tasks/`` and ``.team/``)."""
+
+    def __init__(self, root: Path, *, durable: bool = False) -> None:
+        self.root = root
+        self.tasks_dir = root / ".tasks"
+        self.team_file = root / ".team" / "team.json"
+        self.lock_file = root / ".team" / "projections.lock"
+        self._durable = durable
+        self._made_dirs = False
+
+    def task_file(self, tid: str) -> Path:
+        """Where task ``tid`` is projected."""
+        return self.tasks_dir / f"{tid}.json"
+
+    # --- syncing with the journal ----------------------------------------------------------------
+
+    def sync(self, refresh: Callable[[], TeamState]) -> None:
+        """Bring the files up to the journal, unless another writer holds the lock (it will).
+
+        ``refresh`` catches up with the journal and returns the state at its end. Never blocks
+        on the projection lock: under contention the one holder writes for everybody.
+
+        Why no appended event is left unprojected: let event ``e`` be appended (durably, before
+        its writer calls ``sync``), and let the writer's non-blocking try fail. Then some holder
+        ``H`` held the lock at that moment, after ``e`` was appended. Every holder, after
+        releasing, catches up with the journal (which now contains ``e``) and, if that is past
+        the mark, tries again: either it gets the lock and writes up to the journal's end (so
+        ``e`` is covered), or the try fails because a newer holder ``H'`` took the lock after
+        ``e`` was appended, and ``H'`` is in ``H``'s position. Each hand-over needs a new lock
+        acquisition that happened after ``e``, so when appends stop the chain ends with ``e``
+        written. ``repair_all`` (the only blocking holder) follows the same rule on release.
+
+        A write that fails (disk full, something in the way) is logged, not raised: the command
+        is already committed in the journal, and reporting it as failed would invite a retry
+        that does it twice. The mark stays put, so the next sync or ``repair_all`` redoes it.
+        """
+        try:
+            while True:
+                mark = self._drain(refresh)
+                # Checked after the release: see the proof above.
+                if mark is None or refresh().seq <= mark:
+                    return
+        except OSError as exc:
+            log.warning("projections not updated (fixed at the next sync): %s", exc)
+
+    def _drain(self, refresh: Callable[[], TeamState]) -> int | None:
+        """If the lock is free: write until a catch-up finds nothing new; the mark reached.
+        None if another writer holds the lock."""
+        self._dirs()
+        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return None
+            mark = _read_mark(fd)
+            while (state := refresh()).seq > mark:
+                self.write(state, since=mark + 1)
+                _write_mark(fd, state.seq)
+                mark = state.seq
+            return mark
+        finally:
+            os.close(fd)  # releases the flock
+
+    def repair_all(self, catch_up: Callable[[], TeamState]) -> list[str]:
+        """Under the projection lock: catch up, repair every drifted file, move the mark.
+
+        Then syncs once more: a writer that found the lock busy meanwhile relies on us.
+        """
+        with self.locked() as fd:
+            state = catch_up()
+            lines = self.repair(state)
+            _write_mark(fd, state.seq)
+        self.sync(catch_up)
+        return lines
+
+    @contextmanager
+    def locked(self) -> Iterator[int]:
+        """Hold the projection lock; yields the lock file's descriptor, which holds the mark.
+
+        Each call is its own ``open()``, so threads of one process exclude each other too. A
+        holder must sync after releasing (see ``sync``): writers do not wait for the lock.
+        """
+        self._dirs()
+        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield fd
+        finally:
+            os.close(fd)
+
+    def projected_seq(self) -> int:
+        """The seq every projection reflects (0 if unknown: then everything is rewritten).
+
+        Read without the lock (holding it would make a writer skip its sync): the mark is one
+        fixed-width ``pwrite``, and a read that raced one is retried until two reads agree.
+        """
+        self._dirs()
+        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            seen = _read_mark(fd)
+            while (again := _read_mark(fd)) != seen:
+                seen = again
+            return seen
+        finally:
+            os.close(fd)
+
+    # --- writing -------------------------------------------------------------------------------
+
+    def write(self, state: TeamState, *, since: int) -> None:
+        """Write what changed at or after seq ``since`` (tasks, and the team view)."""
+        self._dirs()
+        for task in state.tasks.values():
+            if task.seq >= since:
+                self._put(self.task_file(task.id), render_task(task))
+        if state.team_seq >= since:
+            self._put(self.team_file, render_team(state))
+
+    def write_all(self, state: TeamState) -> None:
+        """Write every projection of ``state``."""
+        self.write(state, since=0)
+
+    def repair(self, state: TeamState) -> list[str]:
+        """Rewrite every drifted file (and remove task files the journal never made).
+
+        Returns one line per repair; each is also logged as a warning.
+        """
+        self._dirs()
+        remove_orphan_tmp(self.tasks_dir)
+        remove_orphan_tmp(self.team_file.parent)
+        lines = []
+        for drift in verify(state, self.root):
+            if drift.kind == "extra":
+                drift.path.unlink(missing_ok=True)
+                line = f"removed projection {drift}"
+            else:
+                if drift.path == self.team_file:
+                    self._put(drift.path, render_team(state))
+                else:
+                    self._put(drift.path, render_task(state.task(drift.path.stem)))
+                line = f"rewrote projection {drift}"
+            if state.seq > 0:  # creating the files of a brand-new team is not a repair
+                # A stale file is what a concurrent writer leaves for an instant between its
+                # append and its projection write (or a writer that died there): routine, so
+                # not worth a warning. Anything else means someone edited the files by hand.
+                log.log(logging.INFO if drift.kind == "stale" else logging.WARNING, line)
+                lines.append(line)
+        return lines
+
+    def _dirs(self) -> None:
+        if not self._made_dirs:
+            self.tasks_dir.mkdir(parents=True, exist_ok=True)
+            self.team_file.parent.mkdir(parents=True, exist_ok=True)
+            self._made_dirs = True
+
+    def _put(self, path: Path, obj: dict[str, Any]) -> None:
+        atomic_write(path, _encode(obj), durable=self._durable)
+
+    # --- reading -------------------------------------------------------------------------------
+
+    def read_task(self, tid: str) -> dict[str, Any] | None:
+        """A task file as written (None if absent or malformed)."""
+        return _read(self.task_file(tid))
+
+    def read_tasks(self) -> list[dict[str, Any]]:
+        """Every readable task file, in id order."""
+        found = []
+        for path in _task_files(self.tasks_dir):
+            obj = _read(path)
+            if obj is not None:
+                found.append(obj)
+        return found
+
+    def read_team(self) -> dict[str, Any] | None:
+        """``team.json`` as written (None if absent or malformed)."""
+        return _read(self.team_file)
+
+
+def verify(state: TeamState, root: Path) -> list[Drift]:
+    """Every difference between the projections ``state`` renders and the files under ``root``.
+
+    Used by ``teamctl replay --verify`` (fold the whole journal, then compare) and by repair.
+    """
+    proj = Projections(root)
+    drifts = []
+    for task in state.tasks.values():
+        drift = _check(proj.task_file(task.id), render_task(task))
+        if drift is not None:
+            drifts.append(drift)
+    for path in _task_files(proj.tasks_dir):
+        if path.stem not in state.tasks:
+            drifts.append(Drift(path, "extra", "no such task in the journal"))
+    drift = _check(proj.team_file, render_team(state))
+    if drift is not None:
+        drifts.append(drift)
+    return drifts
+
+
+def _check(path: Path, expected: dict[str, Any]) -> Drift | None:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Drift(path, "missing")
+    if raw == _encode(expected):
+        return None
+    try:
+        found = strict_loads(raw)
+    except BadJson as exc:
+        return Drift(path, "malformed", str(exc))
+    if not isinstance(found, dict):
+        return Drift(path, "malformed", "not a JSON object")
+    seq = found.get("seq")
+    if isinstance(seq, int) and seq < expected["seq"]:
+        return Drift(path, "stale", f"reflects seq {seq}, the journal is at {expected['seq']}")
+    fields = sorted(k for k in expected.keys() | found.keys() if found.get(k) != expected.get(k))
+    return Drift(path, "differs", "fields " + ", ".join(fields) if fields else "formatting")
+
+
+def _read_mark(fd: int) -> int:
+    text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    return int(text) if text.isdigit() else 0
+
+
+def _write_mark(fd: int, seq: int) -> None:
+    # Fixed width, written in place under the lock: no rename per command. One small pwrite is
+    # not torn by the writer's death; a mark lost to a power cut is healed by repair_all, which
+    # checks every file on open whatever the mark says.
+    os.pwrite(fd, f"{seq:020d}\n".encode(), 0)
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        obj = strict_loads(path.read_bytes())
+    except (FileNotFoundError, BadJson):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _task_files(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    files = [p for p in folder.glob("task_*.json") if p.stem[5:].isdigit()]
+    return sorted(files, key=lambda p: int(p.stem[5:]))

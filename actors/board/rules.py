@@ -1,0 +1,91 @@
+"""The values a board command answers with, and the checks its decisions share.
+
+Pure functions of a ``TeamState``: they run inside ``decide``, under the journal's lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from actors.board.state import Task, TeamState
+from actors.errors import ClaimRefused, InvalidTransition, NotOwner, StaleEpoch
+from mailboxes.errors import MailboxesError
+from mailboxes.ports import Liveness
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimResult:
+    """The answer to a claim: ``ok`` with the claimed task, or refused with a ``reason``."""
+
+    ok: bool
+    task: Task | None = None
+    reason: str = ""
+
+    @property
+    def epoch(self) -> int:
+        """The claim's epoch (0 when refused): pass it to ``complete``/``release``."""
+        return self.task.epoch if self.ok and self.task is not None else 0
+
+    def unwrap(self) -> Task:
+        """The claimed task, or raise ``ClaimRefused``."""
+        if not self.ok or self.task is None:
+            raise ClaimRefused(self.task.id if self.task else None, self.reason)
+        return self.task
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """A completed task and the ids of the tasks that became ready because of it."""
+
+    task: Task
+    unblocked: tuple[str, ...]
+
+
+ALREADY_YOURS = "already yours"
+
+
+def alive(liveness: Liveness, owner: str) -> bool:
+    """A name the lease store cannot even check (not a valid agent name) is left alone."""
+    try:
+        return liveness.is_alive(owner)
+    except MailboxesError:
+        return True
+
+
+def unique(ids: Sequence[str]) -> tuple[str, ...]:
+    """``ids`` without repeats, first occurrence kept."""
+    return tuple(dict.fromkeys(ids))
+
+
+def live(st: TeamState, tid: str, action: str) -> Task:
+    """The task, unless it is unknown (``UnknownTask``) or deleted (``InvalidTransition``)."""
+    task = st.task(tid)
+    if task.status == "deleted":
+        raise InvalidTransition(tid, "deleted", action)
+    return task
+
+
+def refusal(st: TeamState, task: Task, owner: str) -> str:
+    """Why ``owner`` may not claim ``task`` now ("" = it may)."""
+    if task.status == "in_progress":
+        return ALREADY_YOURS if task.owner == owner else f"already claimed by {task.owner}"
+    if task.status != "pending":
+        return f"task is {task.status}"
+    held = st.holding(owner)
+    if held is not None:
+        return f"{owner} already holds {held.id}"
+    if not st.is_ready(task):
+        waiting = [b for b in task.blocked_by if st.tasks[b].status != "completed"]
+        return "blocked by " + ", ".join(waiting)
+    return ""
+
+
+def fence(st: TeamState, tid: str, owner: str, epoch: int) -> Task:
+    """The task, if ``owner`` holds it at ``epoch``; else ``StaleEpoch`` or ``NotOwner``."""
+    task = st.task(tid)
+    if epoch != task.epoch:
+        raise StaleEpoch(tid, epoch, task.epoch)
+    if task.status != "in_progress" or task.owner != owner:
+        raise NotOwner(tid, owner, task.owner if task.status == "in_progress" else None)
+    return task

@@ -1,0 +1,248 @@
+"""Team state: frozen values and the pure fold over journal events (DESIGN §4, §5).
+
+``fold(state, event) -> state`` and ``fold_all(state, events) -> state`` never mutate their
+input. For speed a batch is applied to a private mutable copy of the maps (one shallow copy per
+batch, not per event) and frozen once at the end; the ``Task``/``Member`` values themselves are
+immutable and shared between states.
+
+Rules the fold encodes (the board validates commands; the fold only records what happened):
+
+- task ids are ``task_<n>``, dense from 1, so dict order is creation order is id order;
+- ``blocks`` is derived: the ids of live (not deleted) tasks listing this one in ``blocked_by``;
+- deleting a task drops it from its dependents' ``blocked_by`` (a forced delete unblocks them);
+- claiming sets owner and epoch; release and delete free the owner; completion keeps the owner
+  for the record but frees the holding; any claim or release voids a plan approval;
+- ``Task.seq`` is the last seq that changed the task's projection, ``TeamState.team_seq`` the
+  last that changed the team view, so projections are reproducible by replay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal, NamedTuple
+
+from actors.errors import TeamError, UnknownTask
+from mailboxes.events import Event
+
+TaskStatus = Literal["pending", "in_progress", "completed", "deleted"]
+PlanStatus = Literal["none", "required", "requested", "submitted", "approved", "rejected"]
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def _empty() -> Mapping[str, Any]:
+    return _EMPTY
+
+
+def task_id(number: int) -> str:
+    """The id of the ``number``-th task."""
+    return f"task_{number}"
+
+
+def task_number(tid: str) -> int:
+    """The ``n`` of ``task_<n>`` (``UnknownTask`` for anything else)."""
+    prefix, _, digits = tid.partition("_")
+    if prefix != "task" or not digits.isdigit():
+        raise UnknownTask(tid)
+    return int(digits)
+
+
+class TaskPlan(NamedTuple):
+    """The plan gate of the current claim. ``status`` none = no plan needed."""
+
+    required: bool = False
+    status: PlanStatus = "none"
+    request_id: str | None = None
+    epoch: int | None = None
+    plan: str | None = None
+    feedback: str | None = None
+    reviewer: str | None = None
+
+    @property
+    def approved(self) -> bool:
+        """True when writes are allowed as far as the plan gate is concerned."""
+        return not self.required or self.status == "approved"
+
+
+class Task(NamedTuple):
+    """One task on the board (DESIGN §5)."""
+
+    id: str
+    subject: str
+    description: str = ""
+    status: TaskStatus = "pending"
+    owner: str | None = None
+    human: bool = False
+    blocked_by: tuple[str, ...] = ()
+    blocks: tuple[str, ...] = ()
+    worktree: str | None = None
+    epoch: int = 0
+    plan: TaskPlan = TaskPlan()
+    role: str | None = None
+    created_by: str = ""
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    metadata: Mapping[str, Any] = _EMPTY
+    summary: str | None = None
+    seq: int = 0
+
+    @property
+    def number(self) -> int:
+        """The ``n`` of ``task_<n>``."""
+        return int(self.id[5:])
+
+
+class Member(NamedTuple):
+    """A team member (agent hosted by a runtime, or a human)."""
+
+    name: str
+    role: str = ""
+    model: str | None = None
+    kind: Literal["agent", "human"] = "agent"
+    status: str = "starting"
+    reason: str = ""
+    plan_required: bool = False
+    tools: tuple[str, ...] | None = None
+    prompt: str = ""
+    joined_at: float = 0.0
+
+
+class PlanRequest(NamedTuple):
+    """A plan request not yet reviewed (``status`` requested or submitted)."""
+
+    request_id: str
+    task_id: str
+    teammate: str
+    epoch: int
+    status: Literal["requested", "submitted"] = "requested"
+    plan: str | None = None
+    requested_at: float = 0.0
+
+
+class WorktreeRecord(NamedTuple):
+    """A git worktree the journal knows of (``worktree.*`` events); kept after removal."""
+
+    name: str
+    branch: str
+    base: str
+    """The base ref it was made from: a branch name, or a commit id when made from one."""
+    path: str
+    """Relative to the main checkout (``.worktrees/<name>``)."""
+    task_id: str | None = None
+    removed: bool = False
+    merged_commit: str | None = None
+    """The base-branch commit of the last ``worktree.merged`` (None = never merged)."""
+    created_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class TeamState:
+    """Everything folded from the journal up to ``seq``. Treat the maps as read-only."""
+
+    name: str | None = None
+    seq: int = 0
+    team_seq: int = 0
+    next_task: int = 1
+    tasks: Mapping[str, Task] = field(default_factory=_empty)
+    members: Mapping[str, Member] = field(default_factory=_empty)
+    holdings: Mapping[str, str] = field(default_factory=_empty)
+    plan_requests: Mapping[str, PlanRequest] = field(default_factory=_empty)
+    ops: Mapping[str, int] = field(default_factory=_empty)
+    worktrees: Mapping[str, WorktreeRecord] = field(default_factory=_empty)
+
+    def task(self, tid: str) -> Task:
+        """The task ``tid`` (``UnknownTask`` if it was never created)."""
+        found = self.tasks.get(tid)
+        if found is None:
+            raise UnknownTask(tid)
+        return found
+
+    def is_ready(self, task: Task) -> bool:
+        """Pending, unowned, and every ``blocked_by`` task completed."""
+        if task.status != "pending" or task.owner is not None:
+            return False
+        tasks = self.tasks
+        for dep in task.blocked_by:
+            blocker = tasks.get(dep)
+            if blocker is None or blocker.status != "completed":
+                return False
+        return True
+
+    def ready(self, role: str | None = None, *, any_role: bool = True) -> list[Task]:
+        """Ready tasks in id order; with ``any_role=False`` only those ``role`` may take."""
+        return [
+            t
+            for t in self.tasks.values()
+            if self.is_ready(t) and (any_role or t.role is None or t.role == role)
+        ]
+
+    def holding(self, owner: str) -> Task | None:
+        """The in-progress task ``owner`` holds, if any."""
+        tid = self.holdings.get(owner)
+        return None if tid is None else self.tasks[tid]
+
+    def live_dependents(self, tid: str) -> list[str]:
+        """Ids of pending or in-progress tasks blocked by ``tid``."""
+        tasks = self.tasks
+        return [d for d in self.task(tid).blocks if tasks[d].status in ("pending", "in_progress")]
+
+    def newly_ready_after(self, tid: str) -> tuple[str, ...]:
+        """Dependents of ``tid`` that become ready once ``tid`` completes (it is not yet)."""
+        out = []
+        for dep_id in self.task(tid).blocks:
+            dep = self.tasks[dep_id]
+            if dep.status != "pending" or dep.owner is not None:
+                continue
+            if all(b == tid or self.tasks[b].status == "completed" for b in dep.blocked_by):
+                out.append(dep_id)
+        return tuple(out)
+
+    def find_cycle(self, tid: str, new_blockers: Iterable[str]) -> list[str] | None:
+        """The cycle closed by making ``tid`` blocked by ``new_blockers``, as a path, or None.
+
+        The path reads "is blocked by": ``[tid, b, ..., tid]``.
+        """
+        tasks = self.tasks
+        for start in new_blockers:
+            # Depth-first along blocked_by from the new blocker; reaching tid closes a loop.
+            parents: dict[str, str | None] = {start: None}
+            stack = [start]
+            while stack:
+                node = stack.pop()
+                if node == tid:
+                    path: list[str] = []
+                    cur: str | None = node
+                    while cur is not None:
+                        path.append(cur)
+                        cur = parents[cur]
+                    return [tid, *reversed(path)]
+                found = tasks.get(node)
+                for nxt in found.blocked_by if found is not None else ():
+                    if nxt not in parents:
+                        parents[nxt] = node
+                        stack.append(nxt)
+        return None
+
+
+EMPTY = TeamState()
+
+
+def fold(state: TeamState, event: Event) -> TeamState:
+    """``state`` with ``event`` applied (events at or below ``state.seq`` are ignored)."""
+    return fold_all(state, (event,))
+
+
+def fold_all(state: TeamState, events: Iterable[Event]) -> TeamState:
+    """``state`` with ``events`` applied in order; one copy of the maps per call that has
+    anything new (``state`` itself is returned when nothing is)."""
+    from actors.board.fold import Builder
+
+    pending = [e for e in events if e.seq > state.seq]
+    if not pending:
+        return state
+    return Builder(state).apply_all(pending).freeze()
+
+
+class StateGap(TeamError):
+    """An event seq that skips ahead of the state: the caller lost events (a bug)."""

@@ -1,0 +1,155 @@
+"""Journal commands: ``events``, ``replay --verify`` and ``journal check``."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from actors.cli.common import echo_json, echo_json_line, json_option, show, table, team_session
+
+if TYPE_CHECKING:
+    from actors.factory import Team
+    from mailboxes.events import Event
+
+
+def event_json(event: Event) -> dict[str, Any]:
+    """The JSON a program reads for one event (the journal's field names, without the CRC)."""
+    return event.model_dump(mode="json")
+
+
+def _summary(event: Event) -> str:
+    return " ".join(
+        f"{k}={v}" for k, v in event.data.items() if v is not False and v not in (None, "", [], {})
+    )
+
+
+def _stamp(ts: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(ts))
+
+
+def _line(event: Event) -> str:
+    return (
+        f"{event.seq:>6}  {_stamp(event.ts)}  {event.actor:<10} {event.type:<22} {_summary(event)}"
+    )
+
+
+@click.command()
+@click.option("-f", "--follow", is_flag=True, help="Keep printing new events (Ctrl-C stops).")
+@click.option("--since", type=click.IntRange(min=0), default=0, help="Only events after SEQ.")
+@json_option
+def events(follow: bool, since: int, as_json: bool) -> None:
+    """Show the journal (one JSON object per line with --json)."""
+    with team_session() as team:
+        last = since
+        batch = list(team.journal.read_from(since + 1))
+        if batch:
+            last = batch[-1].seq
+        if as_json:
+            for event in batch:
+                echo_json_line(event_json(event))
+        elif follow:
+            for event in batch:
+                click.echo(_line(event))
+        elif batch:
+            grid = table(None, ("seq", "time", "actor", "type", "data"))
+            for event in batch:
+                grid.add_row(
+                    str(event.seq), _stamp(event.ts), event.actor, event.type, _summary(event)
+                )
+            show(grid)
+        else:
+            click.echo("no events")
+        if follow:
+            try:
+                _follow(team, last, as_json)
+            except KeyboardInterrupt:
+                return
+
+
+def _follow(team: Team, last: int, as_json: bool) -> None:
+    """Print events as they are appended: woken by the file watcher, never by a sleep loop."""
+    import threading
+
+    from mailboxes.watch import FileWatcher
+
+    wake = threading.Event()
+    watcher = FileWatcher([team.repo.team_dir], lambda _paths: wake.set())
+    watcher.start()
+    try:
+        while True:
+            for event in team.journal.read_from(last + 1):
+                last = event.seq
+                if as_json:
+                    echo_json_line(event_json(event))
+                else:
+                    click.echo(_line(event))
+            # The watcher also ticks every couple of seconds, so a dropped hint costs one tick.
+            wake.wait()
+            wake.clear()
+    finally:
+        watcher.stop()
+
+
+@click.command()
+@click.option("--verify", is_flag=True, required=True, help="Diff projections against disk.")
+@json_option
+def replay(verify: bool, as_json: bool) -> None:
+    """Fold the whole journal in a scratch folder and diff every projection against disk."""
+    with team_session() as team:
+        drift = team.verify_projections()
+        seq = team.journal.last_seq()
+    if as_json:
+        echo_json({"seq": seq, "ok": not drift, "drift": drift})
+    elif drift:
+        click.echo(f"drift found after replaying {seq} events:")
+        for line in drift:
+            click.echo(f"  {line}")
+    else:
+        click.echo(f"replayed {seq} events: projections match the journal")
+    if drift:
+        raise click.exceptions.Exit(1)
+
+
+@click.group()
+def journal() -> None:
+    """Inspect the journal."""
+
+
+@journal.command("check")
+@json_option
+def journal_check(as_json: bool) -> None:
+    """Read-only health report of the journal (exit 1 on corruption)."""
+    from actors.factory import check_team_journal
+
+    report = check_team_journal()
+    if as_json:
+        echo_json(
+            {
+                "path": report.path,
+                "ok": report.ok,
+                "lines": report.lines,
+                "last_seq": report.last_seq,
+                "problem": report.problem,
+                "problem_line": report.problem_line,
+                "repairable": report.repairable,
+            }
+        )
+    elif report.ok:
+        click.echo(f"journal ok: {report.lines} events, last seq {report.last_seq}")
+    elif report.repairable:
+        click.echo(
+            f"journal line {report.problem_line} (the last) is torn: {report.problem}; "
+            f"{report.last_seq} good events before it. The next command repairs it."
+        )
+    else:
+        click.echo(
+            f"journal CORRUPT at line {report.problem_line}: {report.problem}; "
+            f"{report.last_seq} good events before it. Nothing was changed."
+        )
+    if not report.ok and not report.repairable:
+        raise click.exceptions.Exit(1)
+
+
+COMMANDS = (events, replay, journal)

@@ -1,0 +1,131 @@
+"""The ``teamctl`` command line: a thin shell over factories.
+
+Start-up matters (DESIGN §12): this module and the command modules it registers import only
+click and light project modules at load time; anything heavy (the model SDK, MCP, pykka,
+GitPython, watchfiles, rich) is imported inside the command that needs it.
+
+Errors: every domain error (``MailboxesError``, ``TeamError``, a pydantic ``ValidationError``,
+an ``OSError``) becomes one line on stderr and exit code 1; usage errors exit 2 (click);
+``--debug`` lets the traceback through.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import click
+
+from actors.cli import approvals, journal, messages, tasks, team, worktree
+from actors.cli.demo import COMMANDS as DEMO_COMMANDS
+from actors.cli.mcp import mcp_group
+from actors.cli.ops import COMMANDS as OPS_COMMANDS
+from actors.cli.run import COMMANDS as RUN_COMMANDS
+from actors.cli.scenario import COMMANDS as SCENARIO_COMMANDS
+from actors.cli.watch import COMMANDS as WATCH_COMMANDS
+from harness.headless import ask_command
+
+
+def _domain_errors() -> tuple[type[BaseException], ...]:
+    from pydantic_core import ValidationError
+
+    from actors.errors import TeamError
+    from mailboxes.errors import MailboxesError
+
+    return (MailboxesError, TeamError, ValidationError, OSError)
+
+
+def one_line(exc: BaseException) -> str:
+    """The error as one line (pydantic and some OS errors span several)."""
+    from pydantic_core import ValidationError
+
+    if isinstance(exc, ValidationError):
+        parts = [
+            f"{'.'.join(str(p) for p in e['loc']) or exc.title}: {e['msg']}" for e in exc.errors()
+        ]
+        text = f"invalid {exc.title}: " + "; ".join(parts)
+    else:
+        text = str(exc) or type(exc).__name__
+    return "; ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+class _StderrWarnings(logging.Handler):
+    """Library warnings (a repaired projection, a message moved aside) as one stderr line each."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        click.echo(f"warning: {record.getMessage()}", err=True)
+
+
+def _install_warnings(ctx: click.Context, debug: bool) -> None:
+    """Route library warnings to stderr for this command only (removed when it ends)."""
+    handler = _StderrWarnings(level=logging.DEBUG if debug else logging.WARNING)
+    for name in ("actors", "mailboxes", "harness"):
+        log = logging.getLogger(name)
+        level = log.level
+        log.addHandler(handler)
+        if debug:
+            log.setLevel(logging.DEBUG)
+
+        def undo(log: logging.Logger = log, level: int = level) -> None:
+            log.removeHandler(handler)
+            log.setLevel(level)
+
+        ctx.call_on_close(undo)
+
+
+class TeamGroup(click.Group):
+    """The root group: the one place where domain errors become a friendly line."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            ctx.exit(130)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as exc:
+            if ctx.params.get("debug") or not isinstance(exc, _domain_errors()):
+                raise
+            click.echo(f"error: {one_line(exc)}", err=True)
+            ctx.exit(1)
+
+
+@click.group(cls=TeamGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """Run a team of LLM coding agents on a git repository.
+
+    Every command works from any folder inside the repository.
+    """
+    ctx.obj = {"debug": debug}
+    _install_warnings(ctx, debug)
+
+
+for _command in (
+    *team.COMMANDS,
+    *tasks.COMMANDS,
+    *messages.COMMANDS,
+    *journal.COMMANDS,
+    *approvals.COMMANDS,
+):
+    cli.add_command(_command)
+for _command in OPS_COMMANDS:
+    cli.add_command(_command)
+for _command in RUN_COMMANDS:
+    cli.add_command(_command)
+cli.add_command(ask_command)
+cli.add_command(mcp_group)
+cli.add_command(worktree.worktree)
+for _command in WATCH_COMMANDS:
+    cli.add_command(_command)
+for _command in SCENARIO_COMMANDS:
+    cli.add_command(_command)
+for _command in DEMO_COMMANDS:
+    cli.add_command(_command)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli()

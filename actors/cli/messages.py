@@ -1,0 +1,77 @@
+"""Mailbox commands: ``send TO TEXT`` and ``inbox AGENT``."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from actors.cli.common import echo_json, json_option, show, table, team_session
+
+if TYPE_CHECKING:
+    from mailboxes.messages import Envelope
+
+
+def envelope_json(envelope: Envelope) -> dict[str, Any]:
+    """The JSON a program reads for one message (the on-disk field names)."""
+    return envelope.model_dump(mode="json", by_alias=True)
+
+
+def _text(envelope: Envelope) -> str:
+    body = envelope.body
+    for key in ("text", "summary", "content"):
+        value = body.get(key)
+        if isinstance(value, str):
+            return value
+    return ", ".join(f"{k}={v}" for k, v in body.items()) or "-"
+
+
+@click.command()
+@click.argument("to")
+@click.argument("text")
+@click.option("--as", "sender", default="user", show_default=True, help="Sender name.")
+@json_option
+def send(to: str, text: str, sender: str, as_json: bool) -> None:
+    """Send TEXT to agent TO (`*` sends one copy to every agent but the sender)."""
+    from mailboxes.messages import BROADCAST, MessageDraft
+
+    kind = "broadcast" if to == BROADCAST else "message"
+    with team_session() as team:
+        delivered = team.mailbox.deliver(
+            sender, MessageDraft(to=to, type=kind, body={"text": text})
+        )
+    if as_json:
+        echo_json([envelope_json(e) for e in delivered])
+        return
+    for envelope in delivered:
+        click.echo(f"sent {envelope.id} to {envelope.to}")
+
+
+@click.command()
+@click.argument("agent")
+@click.option("--ack", is_flag=True, help="Mark the shown messages as read (moves them to cur/).")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 10_000))
+@json_option
+def inbox(agent: str, ack: bool, limit: int, as_json: bool) -> None:
+    """Unread messages for AGENT, oldest first."""
+    with team_session() as team:
+        messages = team.mailbox.pending(agent, max_messages=limit, max_bytes=1 << 30)
+        if ack and messages:
+            team.mailbox.ack(agent, [m.id for m in messages])
+    if as_json:
+        echo_json([envelope_json(m) for m in messages])
+        return
+    if not messages:
+        click.echo(f"no unread messages for {agent}")
+        return
+    grid = table(f"inbox of {agent}", ("time", "from", "type", "text", "id"))
+    for m in messages:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(m.ts))
+        grid.add_row(stamp, m.sender, m.type, _text(m), m.id)
+    show(grid)
+    if ack:
+        click.echo(f"acknowledged {len(messages)} message(s)")
+
+
+COMMANDS = (send, inbox)

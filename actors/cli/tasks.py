@@ -1,0 +1,205 @@
+"""Task board commands: ``tasks`` and ``task add|show|edit|delete|claim|release|complete``.
+
+A person takes part with ``--as NAME``: the first claim journals ``member.spawned`` with
+``kind="human"``; such claims hold no liveness lock and are never released automatically.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from actors.cli.common import echo_json, json_option, show, table, team_session
+
+if TYPE_CHECKING:
+    from actors.board.state import Task, TeamState
+
+_STATUS_ORDER = ("in_progress", "pending", "completed", "deleted")
+
+
+def task_json(task: Task, state: TeamState) -> dict[str, Any]:
+    """The JSON a program reads for one task: the projection file's fields plus ``ready``."""
+    from actors.board.projections import render_task
+
+    return {**render_task(task), "ready": state.is_ready(task)}
+
+
+def _owner(task: Task) -> str:
+    if task.owner is None:
+        return "-"
+    return f"{task.owner} (human)" if task.human else task.owner
+
+
+@click.command("tasks")
+@click.option("--all", "show_all", is_flag=True, help="Include deleted tasks.")
+@json_option
+def tasks(show_all: bool, as_json: bool) -> None:
+    """The task board, by status."""
+    with team_session() as team:
+        state = team.state()
+    rows = [t for t in state.tasks.values() if show_all or t.status != "deleted"]
+    rows.sort(key=lambda t: (_STATUS_ORDER.index(t.status), t.number))
+    if as_json:
+        echo_json([task_json(t, state) for t in rows])
+        return
+    if not rows:
+        click.echo("no tasks yet — add one with `teamctl task add SUBJECT`")
+        return
+    grid = table(None, ("id", "status", "subject", "owner", "blocked by", "worktree"))
+    for t in rows:
+        status = "ready" if state.is_ready(t) else t.status.replace("_", " ")
+        if t.status == "pending" and not state.is_ready(t):
+            status = "blocked"
+        grid.add_row(
+            t.id,
+            status,
+            t.subject,
+            _owner(t),
+            ", ".join(t.blocked_by) or "-",
+            t.worktree or "-",
+        )
+    show(grid)
+
+
+@click.group("task")
+def task() -> None:
+    """Add, inspect, change and work on tasks."""
+
+
+@task.command("add")
+@click.argument("subject")
+@click.option("-d", "--description", default="", help="Longer description.")
+@click.option("--blocked-by", multiple=True, metavar="ID", help="A task this one waits for.")
+@click.option("--as", "actor", default="cli", show_default=True, help="Who is adding it.")
+@json_option
+def task_add(
+    subject: str, description: str, blocked_by: tuple[str, ...], actor: str, as_json: bool
+) -> None:
+    """Add a task."""
+    with team_session(actor) as team:
+        created = team.board.create(subject, description, blocked_by=blocked_by)
+        state = team.state()
+    if as_json:
+        echo_json(task_json(state.task(created.id), state))
+    else:
+        click.echo(f"added {created.id}: {created.subject}")
+
+
+@task.command("show")
+@click.argument("task_id")
+@json_option
+def task_show(task_id: str, as_json: bool) -> None:
+    """Show one task."""
+    with team_session() as team:
+        state = team.state()
+    found = state.task(task_id)
+    data = task_json(found, state)
+    if as_json:
+        echo_json(data)
+        return
+    grid = table(f"{found.id}: {found.subject}", ("field", "value"))
+    for key, value in data.items():
+        if key in ("id", "subject", "seq"):
+            continue
+        grid.add_row(key.replace("_", " "), _cell(key, value))
+    show(grid)
+
+
+def _cell(key: str, value: Any) -> str:
+    if key == "plan" and isinstance(value, dict):
+        return str(value["status"]) if value.get("required") else "-"
+    if key.endswith("_at") and isinstance(value, float) and value:
+        import time
+
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(value))
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "-"
+    if isinstance(value, dict):
+        return json.dumps(value) if value else "-"
+    return "-" if value is None or value == "" else str(value)
+
+
+@task.command("edit")
+@click.argument("task_id")
+@click.option("--subject", default=None)
+@click.option("--description", default=None)
+@click.option("--add-blocked-by", multiple=True, metavar="ID")
+@click.option("--remove-blocked-by", multiple=True, metavar="ID")
+@click.option("--as", "actor", default="cli", show_default=True)
+def task_edit(
+    task_id: str,
+    subject: str | None,
+    description: str | None,
+    add_blocked_by: tuple[str, ...],
+    remove_blocked_by: tuple[str, ...],
+    actor: str,
+) -> None:
+    """Change a task's subject, description or dependencies."""
+    if subject is None and description is None and not add_blocked_by and not remove_blocked_by:
+        raise click.UsageError("nothing to change: give --subject, --description or a dependency")
+    with team_session(actor) as team:
+        team.board.update(
+            task_id,
+            subject=subject,
+            description=description,
+            add_blocked_by=add_blocked_by,
+            remove_blocked_by=remove_blocked_by,
+        )
+    click.echo(f"updated {task_id}")
+
+
+@task.command("delete")
+@click.argument("task_id")
+@click.option("--force", is_flag=True, help="Delete even if other tasks wait for it.")
+@click.option("--as", "actor", default="cli", show_default=True)
+def task_delete(task_id: str, force: bool, actor: str) -> None:
+    """Delete a task."""
+    with team_session(actor) as team:
+        team.board.delete(task_id, force=force)
+    click.echo(f"deleted {task_id}")
+
+
+@task.command("claim")
+@click.argument("task_id")
+@click.option("--as", "name", required=True, help="Your name on the team.")
+def task_claim(task_id: str, name: str) -> None:
+    """Take a ready task as a human member."""
+    with team_session(name) as team:
+        result = team.board.claim(task_id, name, human=True)
+        if result.ok:
+            team.ensure_human(name)
+    if not result.ok:
+        # A refused claim is a normal answer, not an error: one line, exit 1.
+        click.echo(f"no: {name} cannot claim {task_id}: {result.reason}", err=True)
+        raise click.exceptions.Exit(1)
+    click.echo(f"{name} claimed {task_id}")
+
+
+@task.command("release")
+@click.argument("task_id")
+@click.option("--as", "name", required=True, help="Who holds it.")
+def task_release(task_id: str, name: str) -> None:
+    """Give a task back to the board."""
+    with team_session(name) as team:
+        held = team.state().task(task_id)
+        team.board.release(task_id, name, held.epoch, "released by hand")
+    click.echo(f"{name} released {task_id}")
+
+
+@task.command("complete")
+@click.argument("task_id")
+@click.option("--as", "name", required=True, help="Who holds it.")
+@click.option("--summary", default="", help="What was done.")
+def task_complete(task_id: str, name: str, summary: str) -> None:
+    """Mark a task you hold as done."""
+    with team_session(name) as team:
+        held = team.state().task(task_id)
+        done = team.board.complete(task_id, name, held.epoch, summary)
+    unblocked = done.unblocked
+    extra = f" (now ready: {', '.join(unblocked)})" if unblocked else ""
+    click.echo(f"{name} completed {task_id}{extra}")
+
+
+COMMANDS = (tasks, task)

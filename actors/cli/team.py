@@ -1,0 +1,93 @@
+"""Team-wide commands: ``init`` and ``status``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from actors.cli.common import echo_json, json_option, show, table, team_session
+
+
+@click.command()
+@click.option("--name", default=None, help="Team name (default: the repository folder name).")
+def init(name: str | None) -> None:
+    """Create `.team/` in this repository (safe to run again)."""
+    from actors.factory import init_team
+
+    report = init_team(name=name)
+    if report.created:
+        click.echo(f"initialised team {report.name!r} in {report.repo.team_dir}")
+        for line in report.created:
+            click.echo(f"  created {line}")
+    else:
+        click.echo(f"team {report.name!r} already initialised in {report.repo.team_dir}")
+
+
+def _settings_problem(path: Path) -> str | None:
+    from actors.settings import SettingsError, load_settings
+
+    try:
+        load_settings(path)
+    except SettingsError as exc:
+        return str(exc)
+    return None
+
+
+@click.command()
+@json_option
+def status(as_json: bool) -> None:
+    """Tasks by state, members and inbox counts."""
+    with team_session() as team:
+        state = team.state()
+        counts: dict[str, int] = {}
+        for task in state.tasks.values():
+            counts[task.status] = counts.get(task.status, 0) + 1
+        ready = len(state.ready())
+        members = [
+            {"name": m.name, "kind": m.kind, "role": m.role, "status": m.status}
+            for m in state.members.values()
+        ]
+        inboxes = team.inbox_counts()
+        settings_problem = _settings_problem(team.repo.settings_path)
+    if settings_problem:
+        click.echo(f"warning: {settings_problem}", err=True)
+    if as_json:
+        echo_json(
+            {
+                "team": state.name,
+                "seq": state.seq,
+                "tasks": {**counts, "ready": ready},
+                "members": members,
+                "inboxes": inboxes,
+            }
+        )
+        return
+    click.echo(f"team {state.name!r} — journal at seq {state.seq}")
+    order = ("pending", "in_progress", "completed", "deleted")
+    summary = ", ".join(f"{s.replace('_', ' ')} {counts.get(s, 0)}" for s in order)
+    click.echo(f"tasks: {summary} (ready {ready})")
+    if members:
+        grid = table("members", ("name", "kind", "role", "status"))
+        for m in members:
+            grid.add_row(m["name"], m["kind"], m["role"] or "-", m["status"])
+        show(grid)
+    else:
+        click.echo("members: none yet")
+    grid = table("inboxes", ("agent", "unread"))
+    for agent, unread in inboxes.items():
+        grid.add_row(agent, str(unread))
+    show(grid)
+
+
+@click.command("settings")
+def settings_command() -> None:
+    """Validate and print the effective settings (settings.json + $TEAMCTL_SETTINGS)."""
+    from actors.repo import find_team
+    from actors.settings import load_settings
+
+    repo = find_team()
+    echo_json(load_settings(repo.settings_path).to_json())
+
+
+COMMANDS = (init, status, settings_command)

@@ -1,0 +1,373 @@
+"""``AgentActor``: one harness ``Agent`` driven as a pykka actor, one step per message (DESIGN §7).
+
+A turn is a chain of ``Step`` messages the actor tells itself; between two steps its mailbox is
+processed, so a wake, user input or a stop is handled without waiting for the whole turn.
+
+Mail: a ``Wake`` re-lists the Maildir inbox. Between turns the new batch opens a turn; during a
+turn it is injected (the loop attaches it after the next tool results) and several wakes coalesce.
+A message is acked (moved to ``cur/``) only after a model call that had it in its request
+succeeded and the answer is in the transcript (before that answer's tools run); a crash before
+that redelivers it.
+
+Handlers never let an exception escape (pykka would stop the actor and drop its queue): a failure
+marks the actor dead and is reported to the host, which tells the Supervisor.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import pykka
+
+from actors.messages import BoardChanged, Step, UserInput, Wake
+from actors.runtime.degraded import disk_full
+from harness.errors import HarnessError
+from harness.ports import Message, TextBlock, ToolUseBlock
+
+if TYPE_CHECKING:
+    from actors.board.board import Board
+    from harness.agent import Agent
+    from harness.loop import StepResult
+    from mailboxes.maildir import Maildir
+    from mailboxes.messages import Envelope
+
+log = logging.getLogger(__name__)
+
+__all__ = ["AgentActor", "AgentHost", "format_batch", "format_envelope"]
+
+
+class AgentHost(Protocol):
+    """What an agent actor needs from the runtime that hosts it (every method thread-safe)."""
+
+    @property
+    def mailbox(self) -> Maildir: ...
+
+    @property
+    def board(self) -> Board: ...
+
+    def set_status(self, name: str, status: str, reason: str = "") -> None:
+        """Record a member status (journaled when it changed)."""
+        ...
+
+    def set_busy(self, name: str, busy: bool) -> None:
+        """Whether the agent has a turn in progress (drives the team-idle test)."""
+        ...
+
+    def emit(self, event: Mapping[str, Any]) -> None:
+        """An output event (stream-json, live view)."""
+        ...
+
+    def failed(self, name: str, error: str, generation: int) -> None:
+        """The agent's turn failed: hand it to the Supervisor."""
+        ...
+
+    def input_taken(self, name: str) -> None:
+        """A ``UserInput`` the host counted as pending has been taken into a turn."""
+        ...
+
+    def worktree(self, name: str, *, claimed: bool) -> Path | None:
+        """Lock (``claimed``) or unlock the worktree ``name``; its path, or None when this host
+        manages no worktrees."""
+        ...
+
+    def send(
+        self,
+        sender: str,
+        to: str,
+        type: str,
+        body: Mapping[str, Any],
+        *,
+        in_reply_to: str | None = None,
+    ) -> list[Envelope]:
+        """Durable delivery plus an in-process wake."""
+        ...
+
+    def member_done(self, name: str, reason: str) -> None:
+        """The agent stopped on its own (shutdown accepted): stop its actor, free its lease."""
+        ...
+
+
+def format_envelope(env: Envelope) -> str:
+    """How one message reads in the model's input (scripts match on this text):
+    ``[<type> from <sender>] <text>`` then one ``<key>: <json>`` line per other body field."""
+    lines = [f"[{env.type} from {env.sender}] {env.text}".rstrip()]
+    for key in sorted(env.body):
+        if key != "text":
+            lines.append(f"{key}: {json.dumps(env.body[key], ensure_ascii=False)}")
+    if env.in_reply_to:
+        lines.append(f"in_reply_to: {env.in_reply_to}")
+    return "\n".join(lines)
+
+
+def format_batch(batch: Sequence[Envelope]) -> str:
+    """Several messages, oldest first, separated by blank lines."""
+    return "\n\n".join(format_envelope(e) for e in batch)
+
+
+class AgentActor(pykka.ThreadingActor):
+    """Base of ``Lead`` and ``Teammate``. Subclasses override the ``on_*``/``take_*`` hooks."""
+
+    use_daemon_thread = True  # a tool stuck past the stop timeout must not keep the process up
+
+    def __init__(
+        self,
+        agent: Agent,
+        host: AgentHost,
+        *,
+        generation: int = 0,
+        batch_max: int = 50,
+        resumed: bool = False,
+    ) -> None:
+        super().__init__()
+        self.agent = agent
+        self.host = host
+        self.name = agent.name
+        self.generation = generation
+        self.batch_max = batch_max
+        self.resumed = resumed
+        self.turn = 0
+        self.in_turn = False
+        self.dead = False
+        self.parked = False  # a step held back while the runtime is degraded; a Wake resumes it
+        self.stalled = False  # a write failed for lack of space: the runtime brings it back
+        self.last_text = ""
+        self._queued: list[str] = []  # injected into the loop, not yet in the conversation
+        self._attached: list[str] = []  # in the conversation, waiting for a model call to succeed
+        hooks = agent.loop.hooks
+        self._chained_on_message, hooks.on_message = hooks.on_message, self._on_message
+        # A crash between journaling ``member.spawned`` and creating the inbox leaves a member
+        # without one: whoever hosts it makes sure it exists (idempotent).
+        host.mailbox.ensure_inbox(self.name)
+
+    # -- pykka hooks -------------------------------------------------------------------------
+
+    def on_receive(self, message: Any) -> Any:
+        if self.dead:
+            if self.stalled and isinstance(message, UserInput):  # kept for the next incarnation
+                getattr(self.host, "hold_input", lambda *_: None)(self.name, message.text)
+            return None
+        try:
+            match message:
+                case Step(turn=turn):
+                    if self.in_turn and turn == self.turn:
+                        self._step()
+                case Wake():
+                    self._on_wake()
+                case UserInput(text=text):
+                    self._on_user_input(text)
+                case BoardChanged():
+                    if not self.in_turn:
+                        self.on_board_changed()
+                case _:
+                    return self.on_other(message)
+        except BaseException as exc:  # escaping would stop the actor silently
+            full = disk_full(exc)
+            if full is not None:
+                self.stall(f"disk full: {full}")
+            else:
+                log.exception("agent %s failed", self.name)
+                self.fail(f"{type(exc).__name__}: {exc}")
+        return None
+
+    def on_stop(self) -> None:
+        self.agent.interrupt()
+        self.host.set_busy(self.name, False)
+
+    def on_failure(self, *_: object) -> None:  # only reached if on_receive itself is broken
+        self.host.failed(self.name, "actor failure", self.generation)
+
+    # -- hooks for subclasses ----------------------------------------------------------------
+
+    def take_mail(self, batch: list[Envelope]) -> list[Envelope]:
+        """Handle protocol messages the actor answers itself; return those for the model."""
+        return batch
+
+    def on_turn_start(self) -> None:
+        """A turn was opened."""
+
+    def on_turn_end(self, result: StepResult) -> str | None:
+        """The turn ended (not by failure); return text to open a follow-up turn with."""
+        return None
+
+    def on_idle(self) -> None:
+        """Nothing to do after a turn (or a wake that brought nothing)."""
+
+    def on_board_changed(self) -> None:
+        """The board may have changed while the agent had no turn."""
+
+    def on_other(self, message: Any) -> Any:
+        log.warning("agent %s ignores %r", self.name, message)
+        return None
+
+    # -- mail ----------------------------------------------------------------------------------
+
+    def new_mail(self) -> list[Envelope]:
+        """Unacked messages not yet in the conversation, after ``take_mail``."""
+        pending = self.host.mailbox.pending(self.name, max_messages=self.batch_max)
+        seen = {*self._queued, *self._attached}
+        fresh = [e for e in pending if e.id not in seen]
+        return self.take_mail(fresh) if fresh else fresh
+
+    def ack(self, ids: Sequence[str]) -> None:
+        if ids:
+            self.host.mailbox.ack(self.name, list(ids))
+
+    def _on_message(self, message: Message) -> None:
+        # A model answer is in the transcript: the mail it read is processed. Ack now, not
+        # after its tools ran: a crash while they run must not show the model that mail again.
+        if self._chained_on_message is not None:
+            self._chained_on_message(message)
+        if message.role == "assistant" and self._attached:
+            self.ack(self._attached)
+            self._attached = []
+
+    def _on_wake(self) -> None:
+        if self.parked:  # the runtime recovered: make the model call that was held back
+            self.parked = False
+            if self.in_turn:
+                self.actor_ref.tell(Step(turn=self.turn))
+            return
+        if self.in_turn:
+            batch = self.new_mail()
+            if batch and not self.dead:
+                self.agent.inject(format_batch(batch))
+                self._queued += [e.id for e in batch]
+            return
+        if not self.start_turn():
+            self._settle()
+
+    def _settle(self) -> None:
+        """No turn to run: idle hooks first, then (if they started nothing) not busy."""
+        self.on_idle()
+        if not self.in_turn:
+            self.host.set_busy(self.name, False)
+
+    def _on_user_input(self, text: str) -> None:
+        try:
+            if self.in_turn:
+                self.agent.inject(text)
+            else:
+                self.start_turn(text)
+        finally:  # in the transcript (or lost with a crashed turn): taken either way
+            self.host.input_taken(self.name)
+
+    # -- turns ---------------------------------------------------------------------------------
+
+    def start_turn(self, extra: str | None = None, *, mail: bool = True) -> bool:
+        """Open a turn with ``extra`` and the new mail; False when there is nothing to say."""
+        if self.in_turn or self.dead:
+            return self.in_turn
+        batch = self.new_mail() if mail else []
+        if self.dead:
+            return False
+        parts = [p for p in (extra, format_batch(batch) if batch else None) if p]
+        loop = self.agent.loop
+        msgs = loop.messages
+        dangling = bool(msgs) and msgs[-1].role == "user"
+        if not parts and not loop.has_pending() and not dangling:
+            return False
+        self.turn += 1
+        self.agent.begin_turn("\n\n".join(parts) if parts else None)
+        self._attached += [*self._queued, *(e.id for e in batch)]
+        self._queued = []
+        self.in_turn = True
+        self.host.set_busy(self.name, True)
+        self.on_turn_start()
+        self.actor_ref.tell(Step(turn=self.turn))
+        return True
+
+    def _step(self) -> None:
+        paused = getattr(self.host, "paused", None)
+        if paused is not None and paused():  # degraded: no new model call until it recovers
+            self.parked = True
+            return
+        before = list(self._attached)
+        try:
+            result = self.agent.step()
+        except HarnessError as exc:
+            self.fail(f"{type(exc).__name__}: {exc}")
+            return
+        if result.response is not None and before:
+            self.ack(before)
+            self._attached = [i for i in self._attached if i not in before]
+        if self._queued and not self.agent.loop.has_pending():
+            self._attached += self._queued
+            self._queued = []
+        self._emit_step(result)
+        if result.transition == "error":
+            self.fail(result.error or "model error")
+            return
+        if not result.done:
+            self.actor_ref.tell(Step(turn=self.turn))
+            return
+        self.in_turn = False
+        self.last_text = result.text
+        self.host.emit(
+            {
+                "type": "turn_end",
+                "agent": self.name,
+                "transition": result.transition,
+                "text": result.text,
+            }
+        )
+        follow_up = self.on_turn_end(result)
+        if self.dead or self.in_turn:
+            return
+        if not self.start_turn(follow_up):
+            self._settle()
+
+    def fail(self, error: str) -> None:
+        """Give up on this incarnation: the Supervisor takes over."""
+        if self.dead:
+            return
+        self.dead = True
+        self.in_turn = False
+        self.host.set_busy(self.name, False)
+        self.host.emit({"type": "error", "agent": self.name, "error": error})
+        self.host.failed(self.name, error, self.generation)
+
+    def stall(self, reason: str) -> None:
+        """A write failed for lack of space (rolled back): not a crash. This incarnation stops
+        handling messages; the runtime goes degraded and, once space returns, brings the member
+        back from its transcript, which retries the interrupted work."""
+        if self.dead:
+            return
+        storage_failed = getattr(self.host, "storage_failed", None)
+        if storage_failed is None:  # a host without a degraded mode
+            self.fail(reason)
+            return
+        self.dead = self.stalled = True
+        self.in_turn = False
+        storage_failed(self.name, reason, self.generation)
+
+    def _emit_step(self, result: StepResult) -> None:
+        response = result.response
+        if response is None:
+            return
+        for block in response.content:
+            if isinstance(block, TextBlock) and block.text:
+                self.host.emit({"type": "assistant", "agent": self.name, "text": block.text})
+            elif isinstance(block, ToolUseBlock):
+                self.host.emit(
+                    {
+                        "type": "tool_use",
+                        "agent": self.name,
+                        "id": block.id,
+                        "name": block.name,
+                        "input": block.input,
+                    }
+                )
+        for res in result.tool_results:
+            self.host.emit(
+                {
+                    "type": "tool_result",
+                    "agent": self.name,
+                    "tool_use_id": res.tool_use_id,
+                    "is_error": res.is_error,
+                    "content": res.content[:500],
+                }
+            )

@@ -1,0 +1,238 @@
+"""Building one member: its model client, tool policy, tools and harness ``Agent``.
+
+The model client comes from a ``ModelSource``: one ``ModelClient`` shared by every agent (tests
+pass a ``ScriptedModel``: its scripts are keyed by agent name), or a factory called per agent.
+Without either, ``anthropic_models`` builds an ``AnthropicModel`` per agent (imported lazily: the
+SDK is slow to import). ``scripted_models(path)`` loads a scripted model from a YAML/JSON file
+(``teamctl run --script FILE`` or ``TEAMCTL_SCRIPT``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from harness.agent import Agent, AgentConfig
+from harness.host_setup import install_mcp_tools, install_sandbox, open_mcp
+
+if TYPE_CHECKING:
+    from actors.board.board import Board
+    from actors.services import TeamServices
+    from actors.settings import Settings
+    from harness.hooks import HookRunner
+    from harness.mcp.client import McpManager
+    from harness.ports import ModelClient
+    from harness.tools.base import Approver, JobRunner, Tool, ToolPolicy
+
+__all__ = [
+    "SCRIPT_ENV",
+    "MemberKind",
+    "MemberPlan",
+    "ModelFactory",
+    "ToolsFactory",
+    "anthropic_models",
+    "build_agent",
+    "default_tools",
+    "missing_key_message",
+    "open_team_mcp",
+    "scripted_models",
+]
+
+SCRIPT_ENV = "TEAMCTL_SCRIPT"
+"""Environment variable naming a scripted-model file (YAML/JSON) to run the team with."""
+
+MemberKind = Literal["lead", "teammate"]
+ModelFactory = Callable[[str, str], "ModelClient"]
+"""``factory(agent_name, model_name) -> ModelClient``."""
+ToolsFactory = Callable[["TeamServices", str, MemberKind], "Sequence[Tool[Any]]"]
+"""``tools(services, agent_name, kind)``: the team tools of one agent."""
+
+LEAD_IDENTITY = (
+    "You are {name}, the lead of a team of coding agents working in one git repository. You "
+    "split the user's request into tasks on the task board (with dependencies), spawn teammates "
+    "who claim and do them, answer their messages, review their plans, and report to the user. "
+    "After spawning teammates, end your turn: their results come back to you as messages."
+)
+TEAMMATE_IDENTITY = (
+    "You are {name}, a teammate in a team of coding agents working in one git repository. You "
+    "work on one task at a time from the task board; when it is done, call complete_task with a "
+    "short summary of the outcome. Message the lead with send_message when you are blocked."
+)
+
+
+def missing_key_message() -> str | None:
+    """One line telling how to get going when no model can be reached, else None."""
+    if os.environ.get("ANTHROPIC_API_KEY") or os.environ.get(SCRIPT_ENV):
+        return None
+    base = os.environ.get("ANTHROPIC_BASE_URL", "")
+    if base:
+        return None
+    return (
+        "ANTHROPIC_API_KEY is not set: export it (or point ANTHROPIC_BASE_URL at a "
+        "Messages-compatible server), or try `teamctl demo` for a scripted run"
+    )
+
+
+def anthropic_models(fallback: str | None = None) -> ModelFactory:
+    """One ``AnthropicModel`` per agent (the SDK is imported on the first call), all sharing
+    one ``BackoffGate``: a 429/529 told to one agent makes every agent wait."""
+    from harness.model.backoff import BackoffGate
+
+    gate = BackoffGate()
+
+    def make(agent: str, model: str) -> ModelClient:
+        base = os.environ.get("ANTHROPIC_BASE_URL", "")
+        if not os.environ.get("ANTHROPIC_API_KEY") and re.match(
+            r"https?://(127\.|localhost|\[::1\])", base
+        ):
+            os.environ["ANTHROPIC_API_KEY"] = "fake-api-key"  # a local fake API needs no key
+        from harness.model.anthropic_client import AnthropicModel
+
+        return AnthropicModel(model, fallback_model=fallback, gate=gate)
+
+    return make
+
+
+def scripted_models(path: str | Path) -> ModelClient:
+    """A ``ScriptedModel`` playing the script in ``path`` (one instance for every agent)."""
+    from harness.model.scripted import ScriptedModel
+
+    return ScriptedModel(Path(path))
+
+
+def open_team_mcp(root: Path, settings: Settings) -> McpManager | None:
+    """The runtime's one MCP manager (shared by its agents; ``None`` when no server is
+    configured); a configuration that does not parse is a ``TeamError`` naming the file."""
+    from actors.errors import TeamError
+    from harness.mcp.config import McpError
+
+    try:
+        return open_mcp(root, settings.mcp_servers)
+    except McpError as exc:
+        raise TeamError(f"MCP servers: {exc}") from exc
+
+
+def default_tools(services: TeamServices, agent: str, kind: MemberKind) -> Sequence[Tool[Any]]:
+    """The team tools of ``actors.tools.toolsets`` (lead or teammate set)."""
+    from actors.tools import toolsets as tools
+
+    if kind == "lead":
+        return list(tools.lead_tools(services, agent))
+    return list(tools.teammate_tools(services, agent))
+
+
+def client_for(source: Any, agent: str, model: str) -> ModelClient:
+    """The client of ``agent`` from a shared client or a factory."""
+    if hasattr(source, "complete"):
+        client: ModelClient = source
+        return client
+    made: ModelClient = source(agent, model)
+    return made
+
+
+def policy_for(
+    settings: Settings,
+    hooks: HookRunner | None,
+    *,
+    mode: str | None = None,
+    approver: Approver | None = None,
+    board: Board | None = None,
+    agent: str = "",
+) -> ToolPolicy:
+    """Permissions + hooks + approver from the team settings; with a ``board``, every call it
+    denies outright is journaled as ``agent``'s (``actors.runtime.policy_journal``)."""
+    from actors.runtime.policy_journal import journal_denials, mark_routed
+    from harness.permissions.checks import Permissions
+    from harness.permissions.policy import HarnessPolicy
+    from harness.settings import PermissionSettings
+
+    raw = settings.to_json()["permissions"]
+    perms = PermissionSettings.model_validate(raw)
+    permission_mode: Any = mode or perms.default_mode
+    if board is not None:
+        approver = mark_routed(approver)
+    policy = HarnessPolicy(
+        Permissions.from_settings(perms, mode=permission_mode), hooks, approver, permission_mode
+    )
+    return policy if board is None else journal_denials(policy, board, agent)
+
+
+def hooks_for(settings: Settings) -> HookRunner:
+    """The command hooks configured in ``settings.json``."""
+    from harness.hooks import HookRunner
+    from harness.settings import HookSettings
+
+    return HookRunner(settings=HookSettings.parse(settings.to_json().get("hooks") or {}))
+
+
+@dataclass(frozen=True)
+class MemberPlan:
+    """Everything needed to (re)build one member's agent."""
+
+    name: str
+    kind: MemberKind
+    model: str
+    role: str | None = None
+    tools: tuple[str, ...] | None = None
+    prompt: str = ""
+
+
+def build_agent(
+    plan: MemberPlan,
+    *,
+    root: Path,
+    client: ModelClient,
+    policy: ToolPolicy,
+    team_tools: Sequence[Tool[Any]],
+    settings: Settings,
+    hook_runner: HookRunner | None,
+    state_provider: Callable[[], str] | None,
+    job_runner: JobRunner | None,
+    resume: bool,
+    session_id: str,
+    fsync: bool = True,
+    mcp: McpManager | None = None,
+) -> Agent:
+    """The harness agent of one member, with the bash sandbox of ``settings`` and the tools of
+    ``mcp``'s servers (a member restricted by ``plan.tools`` gets only the MCP tools the list
+    names: ``mcp__server__tool``, ``mcp__server__*`` or ``mcp__server``; see
+    ``harness.host_setup``)."""
+    identity = LEAD_IDENTITY if plan.kind == "lead" else TEAMMATE_IDENTITY
+    if plan.prompt:
+        identity += "\n\nYour instructions from the lead:\n" + plan.prompt
+    config = AgentConfig(
+        name=plan.name,
+        model=plan.model,
+        max_tokens=settings.models.max_tokens,
+        identity=identity,
+        fsync_transcript=fsync,
+    )
+    names: set[str] | None = None
+    if plan.tools is not None:
+        names = set(plan.tools) | {t.name for t in team_tools}
+    agent = Agent(
+        config,
+        root=root,
+        model=client,
+        policy=policy,
+        transcript_dir=root / ".team" / "transcripts",
+        extra_tools=team_tools,
+        tool_names=names,
+        hook_runner=hook_runner,
+        state_provider=state_provider,
+        job_runner=job_runner,
+        session_id=session_id,
+        resume=resume,
+    )
+    try:
+        install_sandbox(agent, settings.sandbox)
+        if mcp is not None:
+            install_mcp_tools(agent, mcp, plan.tools)
+    except BaseException:
+        agent.close()
+        raise
+    return agent

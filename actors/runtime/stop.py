@@ -1,0 +1,67 @@
+"""``teamctl stop NAME [--force]`` from any process (DESIGN §9 shutdown).
+
+Without ``--force`` the teammate is asked: ``shutdown.requested`` is journaled and a
+``shutdown_request`` delivered; the teammate finishes its step, releases or completes its task,
+answers and stops. With ``--force``, a teammate hosted by a live runtime is stopped by that runtime
+as soon as it sees the request in the journal (request ids starting with ``force-``); one that no
+live process hosts is recorded as stopped here and its claim released.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+from actors.errors import TeamError, UnknownMember
+from mailboxes.events import EventDraft, MemberStopped, ShutdownRequested, draft
+from mailboxes.messages import MessageDraft
+
+if TYPE_CHECKING:
+    from actors.board.state import TeamState
+    from actors.factory import Team
+
+FORCE_PREFIX = "force-"
+"""A ``shutdown.requested`` whose request id starts with this is a forced stop."""
+SENDER = "cli"
+
+
+def request_stop(team: Team, name: str, *, force: bool = False, lead: str = "lead") -> str:
+    """Ask ``name`` to stop (or force it); returns a line for the user."""
+    state = team.state()
+    member = state.members.get(name)
+    if member is None or member.kind != "agent" or name == lead:
+        raise UnknownMember(name)
+    if member.status == "stopped":
+        raise TeamError(f"{name} has already stopped")
+    request_id = (FORCE_PREFIX if force else "") + uuid.uuid4().hex
+    body = ShutdownRequested(name=name, request_id=request_id)
+    if force and not team.liveness.is_alive(name):
+        _record_stopped(team, name)
+        return f"{name} was not running; recorded as stopped and its task released"
+    team.board.execute(lambda st: [draft(body.TYPE, SENDER, body)])
+    if force:
+        return f"asked the runtime hosting {name} to stop it now ({request_id})"
+    text = "Please shut down: finish your step, release or complete your task."
+    team.mailbox.deliver(
+        SENDER,
+        MessageDraft(
+            to=name, type="shutdown_request", body={"text": text, "request_id": request_id}
+        ),
+    )
+    return f"asked {name} to shut down ({request_id})"
+
+
+def _record_stopped(team: Team, name: str) -> None:
+    def decision(state: TeamState) -> list[EventDraft]:
+        drafts = []
+        held = state.holding(name)
+        if held is not None:
+            from mailboxes.events import TaskReleased
+
+            rel = TaskReleased(task_id=held.id, owner=name, epoch=held.epoch, reason="forced")
+            drafts.append(draft(rel.TYPE, SENDER, rel))
+        stop = MemberStopped(name=name, reason="forced")
+        drafts.append(draft(stop.TYPE, SENDER, stop))
+        return drafts
+
+    team.board.execute(decision)

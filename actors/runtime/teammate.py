@@ -1,0 +1,362 @@
+"""``Teammate``: an agent actor that works one task at a time (DESIGN §7).
+
+States (each change journaled as ``member.status_changed``): ``starting → working → idle →
+(working …) → stopping → stopped``, plus ``waiting_plan_approval``, ``waiting_permission`` and
+``crashed`` (recorded by the Supervisor).
+
+When it gets a task (claimed by itself, or assigned: the board shows it as the holder), its next
+input states the task id, subject, description, the outcomes of its dependencies and its working
+directory. A turn that ends runs the ``TeammateIdle`` hook (exit 2 = keep working with the hook's
+feedback, at most ``MAX_IDLE_HOOK_ROUNDS`` times in a row), then sends an ``idle_notification`` to the lead carrying the final text and task
+id. While IDLE it wakes on its inbox and on the board changing, and claims the lowest-id ready task
+its role may take (``Board.claim_next``, atomic across processes). When the host runs with
+``team.worktree_per_task`` (``host.worktree_per_task``), it first has a worktree bound to that
+task (``host.ensure_task_worktree``, while the task is still pending and unowned), then claims
+that very task; if another teammate was faster it tries the next one.
+
+Without a task, or while its task needs a plan that is not approved for the current claim, its
+tools run read-only (plan mode): it may read and message, not write files or run commands.
+
+A ``shutdown_request`` in its inbox is answered by the actor itself between two steps: it releases
+an unfinished task, journals ``shutdown.acknowledged``, answers ``shutdown_response`` and stops.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from actors.board.board import acting_as
+from actors.errors import TeamError
+from actors.messages import UserInput
+from actors.protocols import answer_shutdown
+from actors.runtime.agent_actor import AgentActor, AgentHost
+from mailboxes.errors import MailboxesError
+
+if TYPE_CHECKING:
+    from actors.board.state import Task
+    from harness.agent import Agent
+    from harness.hooks import HookRunner
+    from harness.loop import StepResult
+    from mailboxes.messages import Envelope
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Teammate", "task_brief"]
+
+MAX_IDLE_HOOK_ROUNDS = 3
+"""A TeammateIdle hook may send the teammate back to work this many times in a row."""
+
+MAX_CLAIM_ATTEMPTS = 8
+"""With ``worktree_per_task``: candidates tried in one go before waiting for the next change."""
+
+IdleClock = Callable[[float, Callable[[], None]], Callable[[], None]]
+"""``arm(seconds, callback) -> cancel``: the idle-timeout timer (injected for tests)."""
+
+
+def claim_tag(task: Task) -> str:
+    """How a brief names the claim (a resumed teammate looks for it in its transcript)."""
+    return f"task {task.id} (claim {task.epoch})"
+
+
+def task_brief(task: Task, tasks: dict[str, Task] | Any, cwd: Path) -> str:
+    """The input that hands ``task`` to a teammate."""
+    lines = [f"You now hold {claim_tag(task)}: {task.subject}"]
+    if task.description:
+        lines.append(f"Description: {task.description}")
+    if task.blocked_by:
+        lines.append("Dependencies:")
+        for dep_id in task.blocked_by:
+            dep = tasks.get(dep_id)
+            outcome = (dep.summary or "(no summary)") if dep is not None else "(unknown)"
+            status = dep.status if dep is not None else "unknown"
+            lines.append(f"- {dep_id} ({status}): {outcome}")
+    lines.append(f"Working directory: {cwd}")
+    if task.plan.required and not task.plan.approved:
+        lines.append(
+            "This task requires an approved plan: investigate read-only, then call submit_plan; "
+            "you may change files only once the plan is approved."
+        )
+    lines.append(f'When it is done, call complete_task with task_id "{task.id}" and a summary.')
+    return "\n".join(lines)
+
+
+class Teammate(AgentActor):
+    """A teammate actor; ``role`` filters the tasks it claims."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        host: AgentHost,
+        *,
+        role: str | None = None,
+        lead: str = "lead",
+        hook_runner: HookRunner | None = None,
+        idle_timeout_s: float | None = None,
+        idle_timer: IdleClock | None = None,
+        generation: int = 0,
+        batch_max: int = 50,
+        resumed: bool = False,
+    ) -> None:
+        super().__init__(agent, host, generation=generation, batch_max=batch_max, resumed=resumed)
+        self.role = role
+        self.lead = lead
+        self.hook_runner = hook_runner
+        self.idle_timeout_s = idle_timeout_s
+        self.idle_timer = idle_timer
+        self.task_id: str | None = None
+        self.epoch: int | None = None
+        self.status = "starting"
+        self._hook_rounds = 0
+        self._cancel_idle: Callable[[], None] | None = None
+        self._stopping = False
+        self.worktree_name: str | None = None
+        self._policy = agent.executor.policy
+        self._sync_mode(None)  # no task yet: read and message only
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def on_start(self) -> None:
+        try:
+            self.host.board.refresh()
+            held = self.host.board.state.holding(self.name)
+            if held is not None and self.resumed and self._was_briefed(held):
+                self._adopt(held)  # a resumed claim: continue it, reminded of what it holds
+                brief = task_brief(held, self.host.board.state.tasks, self.agent.cwd)
+                note = f"You were restarted and still hold this task.\n{brief}"
+                self.actor_ref.tell(UserInput(text=note))
+        except Exception as exc:  # reported, never raised in a hook
+            self.fail(f"{type(exc).__name__}: {exc}")
+
+    def on_stop(self) -> None:
+        self._disarm_idle()
+        super().on_stop()
+
+    def _was_briefed(self, task: Task) -> bool:
+        tag = claim_tag(task)
+        return any(
+            tag in getattr(block, "text", "")
+            for message in self.agent.messages
+            if message.role == "user"
+            for block in message.content
+        )
+
+    def _set(self, status: str, reason: str = "") -> None:
+        if status != self.status:
+            self.status = status
+            self.host.set_status(self.name, status, reason)
+
+    # -- tasks ---------------------------------------------------------------------------------
+
+    def _adopt(self, task: Task) -> None:
+        if self.worktree_name is not None and self.worktree_name != task.worktree:
+            self._leave_worktree()
+        self.task_id, self.epoch = task.id, task.epoch
+        if task.worktree and self.worktree_name != task.worktree:
+            path = self.host.worktree(task.worktree, claimed=True)
+            if path is not None:  # confined to it: root and cwd, plus the deny-only checks
+                from actors.runtime.policy_journal import confine_journaled
+
+                self.worktree_name = task.worktree
+                self.agent.executor.policy = confine_journaled(self._policy, path, self.agent.root)
+                self._place(path, path)
+        self._sync_mode(task)
+
+    def _place(self, root: Path, cwd: Path) -> None:
+        self.agent.cwd = cwd
+        self.agent.tool_context.root = root
+        self.agent.tool_context.cwd = cwd
+
+    def _leave_worktree(self) -> None:
+        name, self.worktree_name = self.worktree_name, None
+        if name is not None:
+            self.agent.executor.policy = self._policy
+            self._place(self.agent.root, self.agent.root)
+            self.host.worktree(name, claimed=False)
+
+    def _drop_task(self) -> None:
+        self.task_id = self.epoch = None
+        self._leave_worktree()
+        self._sync_mode(None)
+
+    def _sync_mode(self, task: Task | None) -> None:
+        self.agent.tool_context.read_only = task is None or not task.plan.approved
+
+    def _held(self) -> Task | None:
+        return self.host.board.state.holding(self.name)
+
+    def _seek_work(self) -> bool:
+        """Pick up an assignment or claim the next ready task; True when a turn started."""
+        board = self.host.board
+        state = board.refresh()
+        held = state.holding(self.name)
+        if held is None and state.ready(self.role, any_role=False):
+            # Busy before the claim commits: the runtime never sees a claimed task whose owner
+            # still looks idle (is_idle reads the flags again after the board).
+            self.host.set_busy(self.name, True)
+            with acting_as(self.name):
+                held = self._claim_next()
+            if held is None and not self.in_turn:
+                self.host.set_busy(self.name, False)
+        if held is None:
+            if self.task_id is not None:
+                self._drop_task()
+            return False
+        if held.id == self.task_id and held.epoch == self.epoch:
+            return False  # already ours and briefed; it wakes on mail
+        self._adopt(held)
+        self.host.emit({"type": "claimed", "agent": self.name, "task_id": held.id})
+        return self.start_turn(task_brief(held, board.state.tasks, self.agent.cwd))
+
+    def _claim_next(self) -> Task | None:
+        board = self.host.board
+        ensure = getattr(self.host, "ensure_task_worktree", None)
+        if ensure is None or not getattr(self.host, "worktree_per_task", False):
+            result = board.claim_next(self.name, role=self.role)
+            return result.task if result.ok else None
+        for _ in range(MAX_CLAIM_ATTEMPTS):  # each round, a faster teammate may take the task
+            ready = board.refresh().ready(self.role, any_role=False)
+            if not ready:
+                return None
+            ensure(ready[0].id)  # if none could be made, the task is still worked (in the root)
+            result = board.claim(ready[0].id, self.name)
+            if result.ok:
+                return result.task
+        return None
+
+    # -- AgentActor hooks ----------------------------------------------------------------------
+
+    def on_turn_start(self) -> None:
+        self._disarm_idle()
+        held = self._held()
+        if held is not None and held.id == self.task_id:
+            self._sync_mode(held)
+        self._set("working")
+
+    def on_turn_end(self, result: StepResult) -> str | None:
+        if self._stopping:
+            return None
+        if result.transition == "completed" and self._hook_rounds < MAX_IDLE_HOOK_ROUNDS:
+            feedback = self._idle_hook(result.text)
+            if feedback:
+                self._hook_rounds += 1
+                return feedback
+        self._hook_rounds = 0
+        task_id = self.task_id
+        held = self._held()
+        status = held.status if held is not None else None
+        if task_id is not None and held is None:
+            done = self.host.board.state.tasks.get(task_id)
+            status = done.status if done is not None else None
+        body = {
+            "text": result.text,
+            "task_id": task_id,
+            "task_status": status,
+            "transition": result.transition,
+        }
+        try:
+            self.host.send(self.name, self.lead, "idle_notification", body)
+        except (TeamError, MailboxesError) as exc:  # the lead being gone must not crash us
+            log.warning("%s could not notify %s: %s", self.name, self.lead, exc)
+        if held is None and task_id is not None:
+            self._drop_task()
+        return None
+
+    def on_idle(self) -> None:
+        if self._stopping or self.dead:
+            return
+        if self._seek_work():
+            return
+        held = self._held()
+        waiting = held is not None and held.plan.status == "submitted"
+        self._set("waiting_plan_approval" if waiting else "idle")
+        self._arm_idle()
+
+    def on_board_changed(self) -> None:
+        if self._stopping:
+            return
+        if not self._seek_work():
+            self.host.board.refresh()
+            held = self._held()
+            if held is not None and held.id == self.task_id:
+                self._sync_mode(held)
+
+    def take_mail(self, batch: list[Envelope]) -> list[Envelope]:
+        shutdown = next((e for e in batch if e.type == "shutdown_request"), None)
+        if shutdown is None:
+            return batch
+        self._accept_shutdown(shutdown)
+        return []
+
+    # -- protocols -----------------------------------------------------------------------------
+
+    def _idle_hook(self, text: str) -> str | None:
+        runner = self.hook_runner
+        if runner is None or not runner.has_hooks("TeammateIdle"):
+            return None
+        out = runner.run(
+            "TeammateIdle",
+            {
+                "cwd": str(self.agent.cwd),
+                "agent_name": self.name,
+                "teammate_name": self.name,
+                "task_id": self.task_id,
+                "last_assistant_message": text,
+            },
+        )
+        if out.blocked:
+            return out.reason or "A TeammateIdle hook asks you to keep working."
+        return None
+
+    def _accept_shutdown(self, request: Envelope) -> None:
+        self._stopping = True
+        self._set("stopping", "shutdown requested")
+        if self.in_turn:
+            self.agent.interrupt()
+        board = self.host.board
+        held = board.refresh().holding(self.name)
+        if held is not None:
+            with acting_as(self.name):
+                board.release(held.id, self.name, held.epoch, "shutdown")
+        request_id = str(request.body.get("request_id") or request.id)
+        try:
+            answer_shutdown(self.host, self.name, request_id, requested_by=request.sender)  # type: ignore[arg-type]
+        except MailboxesError:  # the asker has no inbox (e.g. `teamctl stop`): nobody to answer
+            log.info("%s: no inbox to answer the shutdown request of %s", self.name, request.sender)
+        self.ack([request.id])
+        self.dead = True  # no more turns; the host stops the actor
+        self.host.set_busy(self.name, False)
+        self.host.member_done(self.name, "shutdown")
+
+    # -- idle timeout --------------------------------------------------------------------------
+
+    def _arm_idle(self) -> None:
+        if self.idle_timeout_s is None or self.idle_timer is None or self._cancel_idle:
+            return
+        ref = self.actor_ref
+
+        def expire() -> None:
+            ref.tell(_IdleExpired())
+
+        self._cancel_idle = self.idle_timer(self.idle_timeout_s, expire)
+
+    def _disarm_idle(self) -> None:
+        cancel, self._cancel_idle = self._cancel_idle, None
+        if cancel is not None:
+            cancel()
+
+    def on_other(self, message: Any) -> Any:
+        if isinstance(message, _IdleExpired):
+            self._cancel_idle = None
+            if not self.in_turn and self.status == "idle" and self._held() is None:
+                self._stopping = True
+                self.dead = True
+                self.host.member_done(self.name, "idle_timeout")
+            return None
+        return super().on_other(message)
+
+
+class _IdleExpired:
+    """Internal: the idle timer fired (only acted on if still idle)."""

@@ -1,0 +1,53 @@
+"""The scenario report: a rich table for people, one JSON document for programs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from actors.scenarios.model import Scenario
+from actors.scenarios.run import ScenarioResult
+
+__all__ = ["render_list", "render_result"]
+
+
+def render_result(result: ScenarioResult) -> Any:
+    """A renderable: one line per check (✓/✗), then the verdict."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    mode = "through the fake Messages API" if result.via_api else "in process"
+    head = Text.assemble(("scenario ", "bold"), (result.name, "bold cyan"), f" ({mode})")
+    if result.skipped is not None:
+        return Group(head, Text(f"skipped: {result.skipped}", style="yellow"))
+    grid = Table(show_header=False, show_edge=False, box=None, pad_edge=False)
+    grid.add_column("", width=1)
+    grid.add_column("check", overflow="fold")
+    grid.add_column("detail", overflow="fold", style="dim")
+    for check in result.checks:
+        mark = Text("✓", style="green") if check.ok else Text("✗", style="bold red")
+        grid.add_row(mark, check.name, check.detail)
+    failed = len(result.failures)
+    total = len(result.checks)
+    if failed:
+        verdict = Text(f"FAILED: {failed} of {total} checks failed", style="bold red")
+    else:
+        verdict = Text(f"PASSED: {total} checks in {result.seconds:.1f}s", style="bold green")
+    parts: list[Any] = [head, grid, verdict]
+    if result.repo is not None:
+        parts.append(Text(f"repository kept at {result.repo}"))
+    return Group(*parts)
+
+
+def render_list(scenarios: Sequence[Scenario], missing: dict[str, str]) -> Any:
+    """The table of ``teamctl scenario list``; ``missing`` maps names to why they are skipped."""
+    from rich.table import Table
+
+    grid = Table(title="Scenarios", title_justify="left", show_edge=False, pad_edge=False)
+    grid.add_column("name", style="cyan", no_wrap=True)
+    grid.add_column("description", overflow="fold")
+    grid.add_column("runs", overflow="fold")
+    for s in scenarios:
+        grid.add_row(s.name, s.description, missing.get(s.name, "yes"))
+    return grid

@@ -1,0 +1,150 @@
+"""A teammate's task tools: claim, complete, release, submit a plan (DESIGN §5, §9).
+
+Fencing: every write about the teammate's task carries the epoch of its current claim as the
+board shows it now; the board checks it under the journal lock, so a teammate that lost its claim
+(presumed dead, released, re-claimed by someone else) cannot complete or release it. A refused
+claim is an ordinary answer, not an error.
+
+Completing a task bound to a worktree first commits whatever the teammate left uncommitted there
+on ``wt/<name>`` (through the Worktrees actor, with a message naming the task), then journals
+``task.completed``, then unlocks the worktree: the branch the lead merges holds all the work.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pydantic import Field
+
+from actors.board.state import Task
+from actors.errors import NotOwner
+from actors.protocols import submit_plan
+from actors.tools.base import Input, TeamTool, as_json, task_detail
+from actors.tools.hooks import run_task_completed_hook
+from actors.worktrees.messages import completion_message
+from harness.tools.base import ToolContext, ToolError, ToolOutput
+
+log = logging.getLogger(__name__)
+
+
+def _held(tool: TeamTool[Any], tid: str) -> Task:
+    """``tid`` if the tool's agent holds it now (fresh from the journal), else ``NotOwner``."""
+    task = tool.services.board.refresh().task(tid)
+    if task.status != "in_progress" or task.owner != tool.agent:
+        raise NotOwner(tid, tool.agent, task.owner if task.status == "in_progress" else None)
+    return task
+
+
+class ClaimTaskInput(Input):
+    task_id: str = Field(description="A ready task (see list_tasks).")
+
+
+class ClaimTaskTool(TeamTool[ClaimTaskInput]):
+    name = "claim_task"
+    description = (
+        "Claim a ready task so that you, and only you, work on it. You can hold one task at a "
+        "time. If someone was faster, the answer says so: pick another."
+    )
+    input_model = ClaimTaskInput
+
+    def call(self, args: ClaimTaskInput, ctx: ToolContext) -> ToolOutput:
+        board = self.services.board
+        result = board.claim(args.task_id, self.agent)
+        if not result.ok or result.task is None:
+            return ToolOutput(f"Not claimed: {args.task_id} — {result.reason}.")
+        task = result.task
+        text = f"Claimed {task.id} (epoch {task.epoch}): {task.subject}"
+        if task.plan.required:
+            text += "\nThis task needs an approved plan: stay read-only and call submit_plan first."
+        return ToolOutput(f"{text}\n{as_json(task_detail(task, board.state))}")
+
+
+class CompleteTaskInput(Input):
+    task_id: str = Field(description="The task you hold.")
+    summary: str = Field(
+        min_length=1, description="What you did and the outcome (dependents will read it)."
+    )
+
+
+class CompleteTaskTool(TeamTool[CompleteTaskInput]):
+    name = "complete_task"
+    description = (
+        "Mark the task you hold as completed, with a summary of the outcome. Tasks waiting on it "
+        "become ready. A TaskCompleted hook may refuse with feedback: address it and retry."
+    )
+    input_model = CompleteTaskInput
+    read_only = False  # finishing work is not allowed while a plan is pending
+
+    def call(self, args: CompleteTaskInput, ctx: ToolContext) -> ToolOutput:
+        task = _held(self, args.task_id)
+        feedback = run_task_completed_hook(
+            self.seat.hooks, self.agent, task, args.summary, cwd=ctx.cwd
+        )
+        if feedback is not None:
+            return ToolOutput(
+                f"Completion of {task.id} refused by a TaskCompleted hook:\n{feedback}\n"
+                "Address this, then call complete_task again.",
+                is_error=True,
+            )
+        worktrees = getattr(self.services, "worktrees", None)
+        commit = None
+        if task.worktree is not None and worktrees is not None:
+            message = completion_message(task.id, task.subject, self.agent)
+            commit = worktrees.commit_all(task.worktree, message)  # a failure refuses completion
+        done = self.services.board.complete(task.id, self.agent, task.epoch, args.summary)
+        text = f"Completed {task.id}."
+        if commit is not None:
+            text += (
+                f" Your uncommitted changes were committed on wt/{task.worktree} ({commit[:12]})."
+            )
+        if done.unblocked:
+            text += " Now ready: " + ", ".join(done.unblocked) + "."
+        if task.worktree is not None and worktrees is not None:
+            try:
+                worktrees.unlock(task.worktree)
+            except Exception as exc:  # bookkeeping only: the completion stands
+                log.warning("worktree %s: unlock failed: %s", task.worktree, exc)
+        return ToolOutput(text)
+
+
+class ReleaseTaskInput(Input):
+    task_id: str = Field(description="The task you hold.")
+    reason: str = Field(min_length=1, description="Why you give it back (others will read it).")
+
+
+class ReleaseTaskTool(TeamTool[ReleaseTaskInput]):
+    name = "release_task"
+    description = "Give back the task you hold, unfinished, so someone else can claim it."
+    input_model = ReleaseTaskInput
+
+    def call(self, args: ReleaseTaskInput, ctx: ToolContext) -> ToolOutput:
+        task = _held(self, args.task_id)
+        self.services.board.release(task.id, self.agent, task.epoch, args.reason)
+        return ToolOutput(f"Released {task.id}; it is pending again.")
+
+
+class SubmitPlanInput(Input):
+    plan: str = Field(
+        min_length=1, description="Your plan: the steps and the files you will change."
+    )
+
+
+class SubmitPlanTool(TeamTool[SubmitPlanInput]):
+    name = "submit_plan"
+    description = (
+        "Submit your plan for the task you hold for review. Until it is approved you may only "
+        "use read-only tools. The answer arrives as a plan_approval_response message."
+    )
+    input_model = SubmitPlanInput
+
+    def call(self, args: SubmitPlanInput, ctx: ToolContext) -> ToolOutput:
+        task = self.services.board.refresh().holding(self.agent)
+        if task is None:
+            raise ToolError("you hold no task: claim one before submitting a plan")
+        sub = submit_plan(self.services, self.agent, args.plan, epoch=task.epoch)
+        who = "a human (teamctl plans)" if sub.reviewer == "human" else sub.reviewer
+        return ToolOutput(
+            f"Plan submitted for {sub.request.task_id} (request {sub.request.request_id}); "
+            f"{who} will review it. End your turn and wait for the plan_approval_response."
+        )

@@ -1,0 +1,399 @@
+"""The Worktrees actor: the one owner of every git write of a team (DESIGN §7 "Worktrees").
+
+One ``pykka.ThreadingActor`` serialises create, lock/unlock, commit, merge and remove, so two
+``git worktree add`` never race on ``.git/config.lock``; across processes git's own locks and the
+journal lock (``Board.execute``) decide. Git runs hardened (``actors.worktrees.git``).
+
+Create is two steps: the git step (``git worktree add --no-track -b wt/<name>``), then the journal
+step (``worktree.created`` + ``worktree.bound`` in one append, decided under the journal lock
+against caught-up state, so a task claimed meanwhile is refused). If the journal step refuses or
+fails, the git step is undone; whatever could not be undone is named in the error. A crash in
+between leaves an unjournaled worktree that ``reconcile`` reports (``unknown``) and repairs.
+
+The runtime calls ``lock``/``unlock`` on claim/release and ``commit_all`` on completion (see
+``WorktreesHandle``). Removal is host-owned: no model tool sends ``RemoveWorktree``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pykka
+
+from actors.board.board import Board
+from actors.board.state import TeamState, WorktreeRecord, task_number
+from actors.worktrees.git import WORKTREES_DIR, Git, GitError, WorktreeError, branch_of, check_name
+from actors.worktrees.merge import merge_one, merge_target
+from actors.worktrees.messages import (
+    CommitAll,
+    Created,
+    CreateWorktree,
+    ListWorktrees,
+    LockWorktree,
+    MergeAll,
+    MergeResult,
+    MergeWorktree,
+    Reconcile,
+    ReconcileReport,
+    Removed,
+    RemoveWorktree,
+    UnlockWorktree,
+    WorktreeView,
+)
+from actors.worktrees.reconcile import reconcile
+from mailboxes.crashpoints import crash_point
+from mailboxes.events import EventDraft, WorktreeBound, WorktreeCreated, WorktreeRemoved, draft
+
+JobProbe = Callable[[Path], bool]
+"""True while a background job runs with its cwd inside the given worktree path."""
+Fault = Callable[[str], None]
+"""Called at named points (``worktree.after_git``) so tests can crash the process there."""
+FAULT_ENV = "TEAMCTL_FAULT"
+
+
+def fault_from_env(point: str) -> None:
+    """SIGKILL this process at ``point`` when ``$TEAMCTL_FAULT`` names it (fault tests only)."""
+    if os.environ.get(FAULT_ENV) == point:
+        os.kill(os.getpid(), signal.SIGKILL)
+    crash_point(point)  # the same points under $TEAMCTL_CRASH_AT
+
+
+def bind_refusal(state: TeamState, name: str, task_id: str) -> str:
+    """Why ``name`` may not be created for ``task_id`` now ("" = it may)."""
+    record = state.worktrees.get(name)
+    if record is not None and not record.removed:
+        return f"worktree {name!r} already exists"
+    task = state.tasks.get(task_id)
+    if task is None:
+        return f"unknown task {task_id!r}"
+    if task.status != "pending":
+        return f"task {task_id} is {task.status}; a worktree is made for a pending task only"
+    if task.owner is not None:
+        return f"task {task_id} is claimed by {task.owner}"
+    if task.worktree is not None:
+        return f"task {task_id} is already bound to worktree {task.worktree!r}"
+    return ""
+
+
+class Worktrees(pykka.ThreadingActor):
+    """Owns every git write of the team. Replies: see ``actors.worktrees.messages``."""
+
+    def __init__(
+        self,
+        root: Path,
+        board: Board,
+        *,
+        job_running: JobProbe | None = None,
+        fault: Fault = fault_from_env,
+        git: Git | None = None,
+    ) -> None:
+        super().__init__()
+        self._git = git or Git(root)
+        self._root = self._git.root
+        self._board = board
+        self._job_running = job_running
+        self._fault = fault
+
+    def on_stop(self) -> None:
+        self._git.close()
+
+    def on_failure(self, *_: object) -> None:
+        self._git.close()
+
+    def on_receive(self, message: Any) -> Any:
+        match message:
+            case CreateWorktree(name=name, task_id=task_id, base=base):
+                return self._create(name, task_id, base)
+            case MergeWorktree(name=name, squash=squash):
+                return self._merge(self._board.refresh(), name, squash)
+            case MergeAll(squash=squash):
+                return self._merge_all(squash)
+            case RemoveWorktree(name=name, force=force, delete_branch=delete):
+                return self._remove(name, force=force, delete_branch=delete)
+            case LockWorktree(name=name, reason=reason):
+                return self._lock(name, reason)
+            case UnlockWorktree(name=name):
+                return self._unlock(name)
+            case CommitAll(name=name, message=text):
+                return self._commit_all(name, text)
+            case Reconcile(prune=prune, repair=repair):
+                return reconcile(self._git, self._board, prune=prune, repair=repair)
+            case ListWorktrees(include_removed=include_removed):
+                return self._list(include_removed)
+            case _:
+                raise TypeError(f"Worktrees cannot handle {message!r}")
+
+    # --- helpers -------------------------------------------------------------------------------
+
+    def _path(self, name: str) -> Path:
+        return self._root / WORKTREES_DIR / name
+
+    def _record(self, name: str) -> WorktreeRecord:
+        record = self._board.refresh().worktrees.get(name)
+        if record is None or record.removed:
+            raise WorktreeError(f"no worktree named {name!r}")
+        return record
+
+    def _what_exists(self, name: str) -> list[str]:
+        found = []
+        if self._git.branch_exists(branch_of(name)):
+            found.append(f"branch {branch_of(name)}")
+        if os.path.lexists(self._path(name)):
+            found.append(f"directory {WORKTREES_DIR}/{name}")
+        return found
+
+    # --- create --------------------------------------------------------------------------------
+
+    def _create(self, name: str, task_id: str, base: str | None) -> Created:
+        check_name(name)
+        why = bind_refusal(self._board.refresh(), name, task_id)
+        if why:
+            raise WorktreeError(why)
+        branch, path = branch_of(name), self._path(name)
+        if self._git.branch_exists(branch):
+            raise WorktreeError(f"branch {branch} already exists")
+        if os.path.lexists(path):
+            raise WorktreeError(f"{path} already exists")
+        base_commit = self._git.rev(base or "HEAD")
+        if base_commit is None:
+            raise WorktreeError(f"base {base or 'HEAD'!r} does not name a commit")
+        if base is None:
+            label = self._git.current_branch() or base_commit
+        else:
+            label = base if self._git.branch_exists(base) else base_commit
+        path.parent.mkdir(exist_ok=True)
+        rel = f"{WORKTREES_DIR}/{name}"
+        try:
+            self._git.run(
+                "worktree", "add", "--quiet", "--no-track", "-b", branch, rel, base_commit
+            )
+        except GitError as exc:
+            raise WorktreeError(str(exc), exists=self._what_exists(name)) from None
+        self._fault("worktree.after_git")
+
+        def decision(state: TeamState) -> Sequence[EventDraft]:
+            refused = bind_refusal(state, name, task_id)
+            if refused:
+                raise WorktreeError(refused)
+            actor = self._board.actor
+            created = WorktreeCreated(name=name, branch=branch, base=label, path=rel)
+            bound = WorktreeBound(name=name, task_id=task_id)
+            return (draft(created.TYPE, actor, created), draft(bound.TYPE, actor, bound))
+
+        try:
+            self._board.execute(decision)
+        except Exception as exc:
+            left = self._undo_create(name)
+            if isinstance(exc, WorktreeError) and not left:
+                raise
+            raise WorktreeError(f"could not journal worktree {name!r}: {exc}", exists=left) from exc
+        return Created(name, branch, label, base_commit, str(path), task_id)
+
+    def _undo_create(self, name: str) -> list[str]:
+        """Remove what the git step made; returns what is still there."""
+        self._git.run("worktree", "remove", "--force", str(self._path(name)), check=False)
+        if self._git.branch_exists(branch_of(name)):
+            self._git.run("branch", "-D", branch_of(name), check=False)
+        return self._what_exists(name)
+
+    # --- claim / release / complete ------------------------------------------------------------
+
+    def _locked(self, path: Path) -> bool:
+        return any(w.path == path and w.locked for w in self._git.worktrees())
+
+    def _lock(self, name: str, reason: str) -> None:
+        self._record(name)
+        path = self._path(name)
+        if not self._locked(path):
+            self._git.run("worktree", "lock", "--reason", reason or "claimed", str(path))
+
+    def _unlock(self, name: str) -> None:
+        self._record(name)
+        path = self._path(name)
+        if self._locked(path):
+            self._git.run("worktree", "unlock", str(path))
+
+    def _commit_all(self, name: str, message: str) -> str | None:
+        self._record(name)
+        path = self._path(name)
+        if not path.is_dir():
+            raise WorktreeError(f"worktree directory {path} is missing")
+        if not self._git.dirty(path):
+            return None
+        self._git.run("add", "--all", cwd=path)
+        return self._git.commit(message, cwd=path)
+
+    # --- merge ---------------------------------------------------------------------------------
+
+    def _merge(self, state: TeamState, name: str, squash: bool) -> MergeResult:
+        record = state.worktrees.get(name)
+        if record is None or record.removed:
+            raise WorktreeError(f"no worktree named {name!r}")
+        return merge_one(self._git, self._board, state, record, self._path(name), squash=squash)
+
+    def _merge_all(self, squash: bool) -> tuple[MergeResult, ...]:
+        state = self._board.refresh()
+        chosen = sorted(
+            (
+                r
+                for r in state.worktrees.values()
+                if not r.removed
+                and r.task_id is not None
+                and r.task_id in state.tasks
+                and state.tasks[r.task_id].status == "completed"
+            ),
+            key=lambda r: task_number(r.task_id or ""),
+        )
+        results = []
+        for record in chosen:
+            result = self._merge(self._board.refresh(), record.name, squash)
+            if not result.already_merged:
+                results.append(result)
+        return tuple(results)
+
+    # --- remove --------------------------------------------------------------------------------
+
+    def _remove(self, name: str, *, force: bool, delete_branch: bool) -> Removed:
+        record = self._record(name)
+        state = self._board.state
+        path, branch = self._path(name), record.branch
+        task = state.tasks.get(record.task_id) if record.task_id else None
+        problems = []
+        if task is not None and task.status == "in_progress":
+            problems.append(f"task {task.id} is claimed by {task.owner}")
+        if self._job_running is not None and self._job_running(path):
+            problems.append("a background job is running in it")
+        if path.is_dir():
+            dirty = self._git.dirty(path)
+            if dirty:
+                problems.append(f"{len(dirty)} uncommitted change(s)")
+        if self._git.branch_exists(branch):
+            target = merge_target(self._git, record)
+            if target is not None and not self._git.contains_changes(target, branch):
+                problems.append(f"{branch} has work not merged into {target}")
+        if problems and not force:
+            raise WorktreeError(
+                f"refusing to remove worktree {name!r}: " + "; ".join(problems) + " (use --force)"
+            )
+        if self._locked(path):
+            self._git.run("worktree", "unlock", str(path))
+        if path.is_dir():
+            self._git.run("worktree", "remove", "--force", str(path))
+        else:
+            self._git.run("worktree", "prune")
+        deleted = False
+        if delete_branch and self._git.branch_exists(branch):
+            self._git.run("branch", "-D", branch)
+            deleted = True
+
+        def decision(st: TeamState) -> Sequence[EventDraft]:
+            current = st.worktrees.get(name)
+            if current is None or current.removed:
+                return ()
+            body = WorktreeRemoved(name=name, branch_deleted=deleted)
+            return (draft(body.TYPE, self._board.actor, body),)
+
+        self._board.execute(decision)
+        return Removed(name, branch, deleted, bool(problems))
+
+    # --- list ----------------------------------------------------------------------------------
+
+    def _list(self, include_removed: bool) -> tuple[WorktreeView, ...]:
+        state = self._board.refresh()
+        entries = {w.path: w for w in self._git.worktrees()}
+        views = []
+        for record in state.worktrees.values():
+            if record.removed and not include_removed:
+                continue
+            path = self._root / record.path
+            task = state.tasks.get(record.task_id) if record.task_id else None
+            entry = entries.get(path)
+            views.append(
+                WorktreeView(
+                    name=record.name,
+                    branch=record.branch,
+                    base=record.base,
+                    path=str(path),
+                    task_id=record.task_id,
+                    task_status=task.status if task else None,
+                    owner=task.owner if task else None,
+                    exists=path.is_dir(),
+                    locked=bool(entry and entry.locked),
+                    removed=record.removed,
+                    merged_commit=record.merged_commit,
+                )
+            )
+        return tuple(views)
+
+
+class WorktreesHandle:
+    """Typed calls to a running ``Worktrees`` actor (each waits for the reply; errors raised by
+    the actor are raised here).
+
+    What the team runtime calls:
+
+    - on claim of a task bound to worktree ``w``: ``lock(w, reason)``, then run the teammate with
+      ``cwd = root = path(w)`` and the policy from ``actors.worktrees.confine.confine_policy``;
+    - on release: ``unlock(w)``;
+    - on completion: ``commit_all(w, completion_message(task))`` (before journaling
+      ``task.completed``), then ``unlock(w)``;
+    - on start: ``reconcile()`` and report its drifts.
+    """
+
+    def __init__(self, ref: pykka.ActorRef[Worktrees], root: Path, *, timeout_s: float = 120.0):
+        self.ref = ref
+        self.root = Path(os.path.realpath(root))
+        self.timeout_s = timeout_s
+
+    @classmethod
+    def start(cls, root: Path, board: Board, **kwargs: Any) -> WorktreesHandle:
+        """Start a ``Worktrees`` actor (keyword arguments as for ``Worktrees``)."""
+        return cls(Worktrees.start(root, board, **kwargs), root)
+
+    def path(self, name: str) -> Path:
+        """Where worktree ``name`` lives (whether or not it exists)."""
+        return self.root / WORKTREES_DIR / check_name(name)
+
+    def create(self, name: str, task_id: str, base: str | None = None) -> Created:
+        return self._ask(CreateWorktree(name=name, task_id=task_id, base=base))  # type: ignore[no-any-return]
+
+    def create_for_task(self, task_id: str, base: str | None = None) -> Created:
+        """``worktree_per_task``: a worktree named after the task (call before claiming it)."""
+        return self.create(task_id, task_id, base)
+
+    def merge(self, name: str, *, squash: bool = False) -> MergeResult:
+        return self._ask(MergeWorktree(name=name, squash=squash))  # type: ignore[no-any-return]
+
+    def merge_all(self, *, squash: bool = False) -> tuple[MergeResult, ...]:
+        return tuple(self._ask(MergeAll(squash=squash)))
+
+    def remove(self, name: str, *, force: bool = False, delete_branch: bool = False) -> Removed:
+        msg = RemoveWorktree(name=name, force=force, delete_branch=delete_branch)
+        return self._ask(msg)  # type: ignore[no-any-return]
+
+    def lock(self, name: str, reason: str = "claimed") -> None:
+        self._ask(LockWorktree(name=name, reason=reason))
+
+    def unlock(self, name: str) -> None:
+        self._ask(UnlockWorktree(name=name))
+
+    def commit_all(self, name: str, message: str) -> str | None:
+        result = self._ask(CommitAll(name=name, message=message))
+        return None if result is None else str(result)
+
+    def reconcile(self, *, prune: bool = False, repair: bool = False) -> ReconcileReport:
+        return self._ask(Reconcile(prune=prune, repair=repair))  # type: ignore[no-any-return]
+
+    def list(self, *, include_removed: bool = False) -> tuple[WorktreeView, ...]:
+        return tuple(self._ask(ListWorktrees(include_removed=include_removed)))
+
+    def stop(self) -> None:
+        """Stop the actor (idempotent)."""
+        self.ref.stop(block=True, timeout=self.timeout_s)
+
+    def _ask(self, message: object) -> Any:
+        return self.ref.ask(message, timeout=self.timeout_s)

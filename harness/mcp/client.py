@@ -1,0 +1,400 @@
+"""``McpManager``: one client session per MCP server, shared by every agent of a runtime.
+
+The ``mcp`` SDK is async; the manager owns one background event-loop thread and each server gets
+one long-lived task there that enters the transport and the ``ClientSession`` (anyio contexts must
+be left by the task that entered them) and holds them until the server is stopped. Callers on any
+thread use the sync methods, which submit coroutines to that loop and wait with a bound.
+
+Lifecycle of a server: nothing starts until first use (``connect``, ``tools``, a call); the start
+(spawn or HTTP connect, ``initialize``, the first ``tools/list``) must finish within
+``init_timeout_s``. A server whose connection closes during a call (it crashed) fails that call
+with ``McpServerCrashed`` and is restarted on the next use; a failed start is retried the same
+way; after ``max_restarts`` restarts the server stays failed. ``close`` stops every server (the SDK
+closes stdin, then terminates and kills the process group) and the loop thread.
+
+``import mcp`` is slow, so it happens only inside the loop thread, when a server is first used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import os
+import threading
+from collections.abc import Coroutine, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO, TypeVar
+
+from harness.mcp.config import (
+    McpConfigError,
+    McpError,
+    McpOptions,
+    McpServerConfig,
+    load_mcp_servers,
+)
+from harness.mcp.wire import (
+    McpCallError,
+    McpResourceInfo,
+    McpServerCrashed,
+    McpTimeout,
+    McpToolInfo,
+    ServerStatus,
+    State,
+    is_broken_stream,
+    is_timeout,
+    leaf,
+    list_resources,
+    list_tools,
+    log_tail,
+    start_error,
+    transport,
+)
+
+__all__ = [
+    "McpCallError",
+    "McpManager",
+    "McpResourceInfo",
+    "McpServerCrashed",
+    "McpTimeout",
+    "McpToolInfo",
+    "ServerStatus",
+]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+_SLACK_S = 5.0
+"""Extra seconds the caller waits beyond the SDK's own timeout before giving up itself."""
+
+
+@dataclass
+class _Conn:
+    name: str
+    config: McpServerConfig
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    state: State = "idle"
+    error: str | None = None
+    restarts: int = 0
+    session: Any = None
+    tools: tuple[McpToolInfo, ...] = ()
+    server_name: str | None = None
+    server_version: str | None = None
+    stop: asyncio.Event | None = None
+    holder: concurrent.futures.Future[None] | None = None
+    log_path: Path | None = None
+    log_start: int = 0
+
+
+class McpManager:
+    """The MCP servers of one runtime (thread-safe; call ``close`` once at shutdown)."""
+
+    def __init__(
+        self,
+        servers: Mapping[str, McpServerConfig],
+        *,
+        root: Path,
+        options: McpOptions | None = None,
+        environ: Mapping[str, str] | None = None,
+        log_dir: Path | None = None,
+    ) -> None:
+        self.root = root
+        self.options = options or McpOptions()
+        self.environ = environ
+        self.log_dir = log_dir
+        self._conns = {name: _Conn(name, cfg) for name, cfg in sorted(servers.items())}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._guard = threading.Lock()
+        self._closed = False
+
+    @classmethod
+    def from_config(
+        cls,
+        root: Path,
+        settings_servers: Mapping[str, Any] | None = None,
+        *,
+        options: McpOptions | None = None,
+    ) -> McpManager:
+        """The servers of ``<root>/.mcp.json`` and the settings' ``mcpServers``, with server
+        stderr logged to ``<root>/.team/mcp/<name>.log``; ``McpConfigError`` for a bad file."""
+        servers = load_mcp_servers(root, settings_servers)
+        return cls(servers, root=root, options=options, log_dir=root / ".team" / "mcp")
+
+    # -- public, sync ------------------------------------------------------------------------
+
+    def names(self) -> list[str]:
+        """Configured server names, sorted."""
+        return list(self._conns)
+
+    def connect(self, name: str) -> ServerStatus:
+        """Start ``name`` now if it is not running (``connect_mcp``); raises ``McpError``."""
+        self._ready(name)
+        return self.status(name)
+
+    def tools(self, name: str) -> tuple[McpToolInfo, ...]:
+        """The tools ``name`` listed when it started (starts it if needed)."""
+        return self._ready(name).tools
+
+    def call_tool(
+        self, server: str, tool: str, arguments: dict[str, Any], *, timeout_s: float | None = None
+    ) -> Any:
+        """Call ``tool`` and return the SDK's ``CallToolResult`` (``McpError`` on failure)."""
+        conn = self._ready(server)
+        timeout = timeout_s or self.options.call_timeout_s
+        coro = conn.session.call_tool(tool, arguments, read_timeout_seconds=timeout)
+        return self._request(conn, coro, timeout, f"tool {tool!r}")
+
+    def list_resources(self, server: str) -> tuple[McpResourceInfo, ...]:
+        """Every resource ``server`` lists (all pages)."""
+        conn = self._ready(server)
+        timeout = self.options.call_timeout_s
+        found: tuple[McpResourceInfo, ...] = self._request(
+            conn, list_resources(conn.session, server), timeout, "resources/list"
+        )
+        return found
+
+    def read_resource(self, server: str, uri: str) -> Any:
+        """Read ``uri`` from ``server``; returns the SDK's ``ReadResourceResult``."""
+        conn = self._ready(server)
+        timeout = self.options.call_timeout_s
+        return self._request(conn, conn.session.read_resource(uri), timeout, f"resource {uri!r}")
+
+    def status(self, name: str | None = None) -> ServerStatus:
+        """The state of ``name`` (without starting it)."""
+        if name is None or name not in self._conns:
+            raise McpError(self._unknown(name or ""))
+        c = self._conns[name]
+        return ServerStatus(
+            name=c.name,
+            transport=c.config.type,
+            state=c.state,
+            error=c.error,
+            restarts=c.restarts,
+            tools=c.tools,
+            server_name=c.server_name,
+            server_version=c.server_version,
+        )
+
+    def statuses(self) -> list[ServerStatus]:
+        """Every server's state, sorted by name."""
+        return [self.status(n) for n in self._conns]
+
+    def close(self) -> None:
+        """Stop every server and the loop thread (idempotent; later calls fail clearly)."""
+        with self._guard:
+            if self._closed:
+                return
+            self._closed = True
+            loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        holders = []
+        for conn in self._conns.values():
+            with conn.lock:
+                holders.append(self._signal_stop(conn))
+                conn.state = "stopped"
+        for holder in holders:
+            if holder is not None:
+                with contextlib.suppress(Exception):
+                    holder.result(timeout=30)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        if not thread.is_alive():
+            loop.close()
+
+    def __enter__(self) -> McpManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- starting and stopping ---------------------------------------------------------------
+
+    def _unknown(self, name: str) -> str:
+        known = ", ".join(self._conns) or "(none configured)"
+        return f"unknown MCP server {name!r}; configured: {known}"
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        with self._guard:
+            if self._closed:
+                raise McpError("the MCP manager is shut down")
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                started = threading.Event()
+
+                def run() -> None:
+                    asyncio.set_event_loop(loop)
+                    loop.call_soon(started.set)
+                    loop.run_forever()
+
+                self._thread = threading.Thread(target=run, name="mcp-loop", daemon=True)
+                self._thread.start()
+                started.wait(timeout=10)
+                self._loop = loop
+            return self._loop
+
+    def _ready(self, name: str) -> _Conn:
+        conn = self._conns.get(name)
+        if conn is None:
+            raise McpError(self._unknown(name))
+        with conn.lock:
+            if conn.state == "ready":
+                return conn
+            if self._closed or conn.state == "stopped":
+                raise McpError(f"MCP server {name!r}: the runtime is shutting down")
+            if conn.state == "failed":
+                raise McpError(f"MCP server {name!r} is unavailable: {conn.error}")
+            if conn.state == "crashed":
+                if conn.restarts >= self.options.max_restarts:
+                    conn.state = "failed"
+                    conn.error = (
+                        f"{conn.error}; gave up after {conn.restarts} restart(s) "
+                        f"(max_restarts={self.options.max_restarts})"
+                    )
+                    raise McpError(f"MCP server {name!r} is unavailable: {conn.error}")
+                conn.restarts += 1
+                holder = self._signal_stop(conn)
+                if holder is not None:
+                    with contextlib.suppress(Exception):
+                        holder.result(timeout=30)
+            self._start(conn)
+            return conn
+
+    def _start(self, conn: _Conn) -> None:
+        """Start ``conn`` and wait for its handshake (caller holds ``conn.lock``)."""
+        try:
+            config = conn.config.expanded(conn.name, self.environ)
+        except McpConfigError as exc:
+            conn.state, conn.error = "failed", str(exc)
+            raise
+        loop = self._ensure_loop()
+        conn.state, conn.error = "starting", None
+        ready: concurrent.futures.Future[None] = concurrent.futures.Future()
+        errlog = self._open_errlog(conn)
+        conn.holder = asyncio.run_coroutine_threadsafe(
+            self._hold(conn, config, errlog, ready), loop
+        )
+        timeout = self.options.init_timeout_s
+        try:
+            ready.result(timeout=timeout + _SLACK_S)
+        except BaseException as exc:
+            holder = self._signal_stop(conn)
+            if holder is not None:
+                with contextlib.suppress(Exception):
+                    holder.result(timeout=30)
+            conn.state = "crashed"  # a failed start is retried on next use, like a crash
+            cause = leaf(exc)
+            conn.error = start_error(cause, timeout) + _log_tail(conn)
+            raise (McpTimeout if is_timeout(cause) else McpError)(
+                f"MCP server {conn.name!r} did not start: {conn.error}"
+            ) from exc
+        conn.state = "ready"
+
+    def _signal_stop(self, conn: _Conn) -> concurrent.futures.Future[None] | None:
+        holder, stop, loop = conn.holder, conn.stop, self._loop
+        conn.holder = conn.stop = None
+        conn.session = None
+        if holder is not None and not holder.done() and loop is not None and stop is not None:
+            loop.call_soon_threadsafe(stop.set)
+        elif holder is not None and not holder.done() and loop is not None:
+            loop.call_soon_threadsafe(holder.cancel)
+        return holder
+
+    def _open_errlog(self, conn: _Conn) -> TextIO:
+        """The server's stderr: ``<log_dir>/<name>.log`` (appended), else the null device."""
+        if self.log_dir is not None:
+            try:
+                self.log_dir.mkdir(parents=True, exist_ok=True)
+                conn.log_path = self.log_dir / f"{conn.name}.log"
+                errlog = open(conn.log_path, "a", encoding="utf-8")  # noqa: SIM115
+                conn.log_start = errlog.seek(0, os.SEEK_END)
+                return errlog
+            except OSError:
+                log.warning("cannot open the MCP log for %s", conn.name, exc_info=True)
+        conn.log_path = None
+        return open(os.devnull, "w", encoding="utf-8")
+
+    async def _hold(
+        self,
+        conn: _Conn,
+        config: McpServerConfig,
+        errlog: TextIO,
+        ready: concurrent.futures.Future[None],
+    ) -> None:
+        """Enter transport + session, handshake, list tools, then hold them until stopped."""
+        import anyio
+        from mcp import ClientSession
+
+        conn.stop = stop = asyncio.Event()
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                read, write = await stack.enter_async_context(transport(self.root, config, errlog))
+                session = await stack.enter_async_context(ClientSession(read, write))
+                with anyio.fail_after(self.options.init_timeout_s):
+                    init = await session.initialize()
+                    tools = await list_tools(session, conn.name)
+                conn.session, conn.tools = session, tools
+                info = getattr(init, "server_info", None)
+                conn.server_name = getattr(info, "name", None)
+                conn.server_version = getattr(info, "version", None)
+                ready.set_result(None)
+                await stop.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            elif not isinstance(exc, asyncio.CancelledError):
+                log.warning("MCP server %s ended with an error", conn.name, exc_info=True)
+            if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
+                raise
+        finally:
+            with contextlib.suppress(OSError):
+                errlog.close()
+
+    # -- requests ----------------------------------------------------------------------------
+
+    def _request(self, conn: _Conn, coro: Coroutine[Any, Any, T], timeout: float, what: str) -> T:
+        loop = self._ensure_loop()
+        session = conn.session
+        fut = asyncio.run_coroutine_threadsafe(coro, loop)
+        try:
+            return fut.result(timeout=timeout + _SLACK_S)
+        except concurrent.futures.TimeoutError as exc:
+            fut.cancel()
+            raise McpTimeout(
+                f"MCP server {conn.name!r}: {what} did not finish within {timeout:g}s"
+            ) from exc
+        except McpError:
+            raise
+        except Exception as exc:
+            raise self._classify(conn, session, leaf(exc), timeout, what) from exc
+
+    def _classify(
+        self, conn: _Conn, session: Any, exc: BaseException, timeout: float, what: str
+    ) -> McpError:
+        from mcp import MCPError
+        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+        if isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT:
+            return McpTimeout(
+                f"MCP server {conn.name!r}: {what} did not answer within {timeout:g}s"
+            )
+        closed = isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED
+        if closed or is_broken_stream(exc):
+            with conn.lock:
+                if conn.state == "ready" and conn.session is session:  # not a newer session
+                    conn.state = "crashed"
+                    conn.error = f"the server stopped during {what}{_log_tail(conn)}"
+            return McpServerCrashed(
+                f"MCP server {conn.name!r} stopped during {what}{_log_tail(conn)}; "
+                "it will be restarted on next use"
+            )
+        if isinstance(exc, MCPError):
+            return McpCallError(f"MCP server {conn.name!r} refused {what}: {exc.message}")
+        return McpCallError(f"MCP server {conn.name!r}: {what} failed: {type(exc).__name__}: {exc}")
+
+
+def _log_tail(conn: _Conn) -> str:
+    return log_tail(conn.log_path, conn.log_start)

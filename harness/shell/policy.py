@@ -1,0 +1,343 @@
+"""Permission checks for a shell command: every part found by ``harness.shell.parse`` on its own.
+
+A part is a simple command (matched against ``Bash(...)`` rules on every wrapper layer, then the
+read-only list), a redirection target (checked as a file write or read) or a file argument of a
+read-only command (checked as a read). The strictest part decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.permissions.paths import PathDenied, inside, real_root, resolve
+from harness.permissions.rules import SHELL_TOOL, CommandPattern, Family, Match
+from harness.shell.control import touches_control_files
+from harness.shell.parse import ShellAnalysis, SimpleCommand, Word, analyse
+from harness.tools.base import ToolContext
+
+if TYPE_CHECKING:
+    from harness.permissions.checks import Permissions, Verdict
+
+_PURE = frozenset(
+    [
+        "echo",
+        "printf",
+        "true",
+        "false",
+        "pwd",
+        "date",
+        "whoami",
+        "id",
+        "uname",
+        "which",
+        "type",
+        "basename",
+        "dirname",
+        "seq",
+        "test",
+        "[",
+        "hostname",
+        "nproc",
+        "sleep",
+        ":",
+        "command",
+    ]
+)
+_READERS = frozenset(
+    [
+        "ls",
+        "cat",
+        "head",
+        "tail",
+        "wc",
+        "grep",
+        "egrep",
+        "fgrep",
+        "rg",
+        "find",
+        "tree",
+        "file",
+        "stat",
+        "du",
+        "df",
+        "diff",
+        "cmp",
+        "sort",
+        "cut",
+        "nl",
+        "realpath",
+        "readlink",
+        "md5sum",
+        "sha1sum",
+        "sha256sum",
+        "cksum",
+        "tac",
+        "uniq",
+        "column",
+        "tr",
+    ]
+)
+_PATTERN_FIRST = frozenset({"grep", "egrep", "fgrep", "rg"})
+_FORBIDDEN: dict[str, frozenset[str]] = {
+    "find": frozenset(
+        ["-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"]
+    ),
+    "sort": frozenset({"-o", "--output"}),
+    "rg": frozenset({"--pre", "--pre-glob"}),
+    "tree": frozenset({"-o"}),
+    "date": frozenset({"-s", "--set"}),
+}
+_GIT_READ = frozenset(
+    [
+        "status",
+        "log",
+        "diff",
+        "show",
+        "rev-parse",
+        "ls-files",
+        "blame",
+        "describe",
+        "shortlog",
+        "grep",
+    ]
+)
+_GIT_FORBIDDEN = frozenset({"--output", "-O", "--open-files-in-pager", "--ext-diff"})
+_DEV_OK = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
+
+
+@dataclass(frozen=True)
+class CommandVerdict:
+    """The verdict for one part of a command line (a simple command or a redirection)."""
+
+    part: str
+    argv: tuple[str, ...]
+    redirects: tuple[str, ...]
+    verdict: Verdict
+
+
+@dataclass(frozen=True)
+class ShellVerdict:
+    """Per-part verdicts, the overall one, and the facts modes need."""
+
+    analysis: ShellAnalysis
+    parts: tuple[CommandVerdict, ...]
+    verdict: Verdict
+    read_only: bool
+    """Every command is on the read-only list, nothing is written, everything was analysed."""
+    only_edits_ask: bool
+    """Every ``ask`` comes from a default file write inside the root (``acceptEdits`` allows)."""
+
+
+def check_shell(perms: Permissions, command: str, ctx: ToolContext) -> ShellVerdict:
+    """Check ``command`` as ``ctx.agent`` would run it in ``ctx.cwd``."""
+    from harness.permissions.checks import Verdict, strictest
+
+    analysis = analyse(command)
+    root = real_root(ctx.root)
+    parts: list[CommandVerdict] = []
+    # A command flagged no-auto-allow (eval, BASH_ENV=..., sudo) is never read-only: plan mode
+    # must not pass it on to an approver as if it only read.
+    read_only = analysis.reducible and not analysis.git_overrides and not analysis.no_auto_allow
+
+    def add(part: str, v: Verdict, argv: tuple[str, ...] = (), reds: tuple[str, ...] = ()) -> None:
+        parts.append(CommandVerdict(part, argv, reds, v))
+
+    for problem in analysis.problems:
+        add(problem, Verdict("ask", f"cannot fully analyse the command: {problem}", "analysis"))
+    for why in analysis.no_auto_allow:
+        add(why, Verdict("ask", f"the command uses {why}; it needs approval", "analysis"))
+    for override in analysis.git_overrides:
+        add(override, Verdict("ask", f"{override} points git elsewhere", "analysis"))
+    cwd: Path | None = ctx.cwd
+    for cmd in analysis.commands:
+        v, cmd_read_only, cwd = _command_verdict(perms, cmd, root, cwd, ctx)
+        read_only = read_only and cmd_read_only
+        add(
+            cmd.display(),
+            v,
+            tuple(w.text for w in cmd.argv),
+            tuple(f"{r.op} {r.target.text}" for r in cmd.redirects),
+        )
+    for red in analysis.redirects:
+        if red.target.text in _DEV_OK or red.target.text.startswith("/dev/fd/"):
+            continue
+        label = f"{red.op} {red.target.text}"
+        read_only = read_only and not red.write
+        if red.target.dynamic or red.target.glob:
+            add(
+                label,
+                Verdict(
+                    "ask",
+                    f"redirection target {red.target.text!r} is only known at run time",
+                    "analysis",
+                ),
+            )
+            continue
+        try:
+            rp = resolve(red.target.text, cwd=cwd or ctx.cwd, home=perms.home)
+        except PathDenied as exc:
+            add(label, Verdict("deny", str(exc), "path"))
+            continue
+        fam = Family.WRITE if red.write else Family.READ
+        add(label, perms.path_verdict("", fam, rp, root, write=red.write), reds=(label,))
+    verdict = strictest(p.verdict for p in parts)
+    asks = [p for p in parts if p.verdict.decision == "ask"]
+    redirect_labels = {f"{r.op} {r.target.text}" for r in analysis.redirects if r.write}
+    only_edits = bool(asks) and all(
+        p.part in redirect_labels and p.verdict.source == "default" for p in asks
+    )
+    return ShellVerdict(analysis, tuple(parts), verdict, read_only, only_edits)
+
+
+def _command_verdict(
+    perms: Permissions, cmd: SimpleCommand, root: Path, cwd: Path | None, ctx: ToolContext
+) -> tuple[Verdict, bool, Path | None]:
+    """(verdict, read-only?, cwd after the command) for one simple command."""
+    from harness.permissions.checks import Verdict
+
+    maybe: str | None = None
+    layers = cmd.layers or (cmd.argv,)
+    for rule in perms.deny:
+        if not rule.covers(SHELL_TOOL, Family.SHELL):
+            continue
+        if rule.specifier is None:
+            return Verdict("deny", f"denied by rule {rule.raw}", "rule", rule.raw), False, cwd
+        pattern = CommandPattern.parse(rule.specifier)
+        for layer in layers:
+            m = pattern.match(cmd.words(layer))
+            if m is Match.YES:
+                why = f"`{_show(layer)}` is denied by rule {rule.raw}"
+                return Verdict("deny", why, "rule", rule.raw), False, cwd
+            if m is Match.MAYBE and maybe is None:
+                maybe = rule.raw
+    read_only, next_cwd, arg_verdict = _read_only_check(perms, cmd, root, cwd, ctx)
+    if arg_verdict.decision == "deny":
+        return arg_verdict, False, next_cwd
+    if not read_only:
+        control = touches_control_files(perms.home, cmd, root, cwd or ctx.cwd)
+        if control is not None:
+            return Verdict("deny", control, "path"), False, next_cwd
+    if maybe is not None:
+        why = (
+            f"`{cmd.display()}` has parts only known at run time and might match deny rule {maybe}"
+        )
+        return Verdict("ask", why, "rule", maybe), False, next_cwd
+    for rule in perms.ask:
+        if rule.covers(SHELL_TOOL, Family.SHELL) and (
+            rule.specifier is None
+            or any(
+                CommandPattern.parse(rule.specifier).match(cmd.words(layer)) is not Match.NO
+                for layer in layers
+            )
+        ):
+            return (
+                Verdict("ask", f"rule {rule.raw} asks for approval", "rule", rule.raw),
+                read_only,
+                next_cwd,
+            )
+    for rule in perms.allow:
+        if rule.covers(SHELL_TOOL, Family.SHELL) and (
+            rule.specifier is None
+            or CommandPattern.parse(rule.specifier).match(cmd.words()) is Match.YES
+        ):
+            return (
+                Verdict("allow", f"allowed by rule {rule.raw}", "rule", rule.raw),
+                read_only,
+                next_cwd,
+            )
+    if read_only:
+        return arg_verdict, True, next_cwd
+    if arg_verdict.decision == "ask":
+        return arg_verdict, False, next_cwd
+    return Verdict("ask", f"`{cmd.display()}` needs approval"), False, next_cwd
+
+
+def _read_only_check(
+    perms: Permissions, cmd: SimpleCommand, root: Path, cwd: Path | None, ctx: ToolContext
+) -> tuple[bool, Path | None, Verdict]:
+    """Is the command on the read-only list; the cwd after it; the verdict for its file args."""
+    from harness.permissions.checks import Verdict
+
+    ok = Verdict("allow", f"`{cmd.display()}` is read-only")
+    name = cmd.name
+    args = cmd.argv[1:]
+    if cmd.wrappers or cmd.via.startswith(("find", "eval")) or not cmd.argv:
+        return False, cwd, ok
+    if name == "cd":
+        target = args[0] if args else Word(str(perms.home or Path.home()))
+        if target.dynamic or len(args) > 1:
+            return False, None, Verdict("ask", "cd to a directory only known at run time")
+        try:
+            rp = resolve(target.text, cwd=cwd or ctx.cwd, home=perms.home)
+        except PathDenied as exc:
+            return False, None, Verdict("deny", str(exc), "path")
+        if not inside(rp.real, root):
+            return False, None, Verdict("ask", f"cd leaves the working root ({rp.real})")
+        return True, rp.real, ok
+    if name == "git":
+        sub = args[0].literal if args else None
+        flags = [w.literal for w in args[1:]]
+        if sub is None or any(f is None or f.split("=", 1)[0] in _GIT_FORBIDDEN for f in flags):
+            return False, cwd, ok
+        if sub in _GIT_READ:
+            return True, cwd, ok
+        if sub == "branch" and all(
+            f in ("-a", "-r", "-v", "-vv", "--list", "-l", "--show-current") for f in flags
+        ):
+            return True, cwd, ok
+        if sub == "remote" and all(f == "-v" for f in flags):
+            return True, cwd, ok
+        return False, cwd, ok
+    if name in _PURE:
+        if name == "command" and not any(w.text in ("-v", "-V") for w in args[:1]):
+            return False, cwd, ok
+        return True, cwd, ok
+    if name not in _READERS:
+        return False, cwd, ok
+    forbidden = _FORBIDDEN.get(name, frozenset())
+    if any(w.dynamic is False and w.text.split("=", 1)[0] in forbidden for w in args):
+        return False, cwd, ok
+    return True, cwd, _args_verdict(perms, name, args, root, cwd, ok)
+
+
+def _args_verdict(
+    perms: Permissions, name: str, args: tuple[Word, ...], root: Path, cwd: Path | None, ok: Verdict
+) -> Verdict:
+    from harness.permissions.checks import Verdict
+
+    positional = [w for w in args if w.dynamic or not w.text.startswith("-")]
+    if name == "find":
+        positional = []
+        for w in args:
+            if not w.dynamic and w.text.startswith(("-", "(", "!")):
+                break
+            positional.append(w)
+    elif name in _PATTERN_FIRST and not any(w.text in ("-e", "-f") for w in args):
+        positional = positional[1:]
+    worst = ok
+    for w in positional:
+        if w.dynamic:
+            return Verdict("ask", f"`{name}` reads {w.text!r}, only known at run time")
+        text = w.text
+        if w.glob:
+            head = text[: min(i for i, c in enumerate(text) if c in "*?[{")]
+            text = head.rsplit("/", 1)[0] if "/" in head else "."
+        if cwd is None and not text.startswith(("/", "~")):
+            return Verdict("ask", f"`{name} {w.text}`: the directory is only known at run time")
+        try:
+            rp = resolve(text or "/", cwd=cwd or root, home=perms.home)
+        except PathDenied as exc:
+            return Verdict("deny", str(exc), "path")
+        if not inside(rp.real, root):
+            worst = worst.stricter(
+                Verdict("ask", f"`{name}` reads {rp.real}, outside the working root")
+            )
+            continue
+        worst = worst.stricter(perms.path_verdict("", Family.READ, rp, root, write=False))
+    return worst
+
+
+def _show(layer: tuple[Word, ...]) -> str:
+    return " ".join(w.text for w in layer)

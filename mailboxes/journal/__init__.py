@@ -1,0 +1,1 @@
+"""mailboxes.journal.store."""

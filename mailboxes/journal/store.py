@@ -1,0 +1,337 @@
+"""The file journal: ``.team/journal.jsonl``, the team's source of truth (DESIGN §4).
+
+Appends from every thread and process are serialised by ``flock(LOCK_EX)`` on
+``.team/journal.lock``, taken through a fresh ``open()`` per append (flock belongs to the open
+file description, so a shared descriptor would not exclude threads, and a forked child would share
+its parent's). A per-instance mutex orders this instance's threads before they reach the flock.
+A process that finds the flock busy first queues on ``.team/journal.gate`` (another flock), so
+each release wakes the one process next in line instead of all of them.
+
+Under the lock an append catches up on lines other writers added since our offset (validating
+every one, once), asks ``decide`` for drafts against them, writes whole lines with one
+``os.write`` loop, fdatasyncs, runs ``on_commit`` and only then unlocks and returns
+(acknowledges).
+
+Recovery: a torn or bad-CRC *last* line (a writer died mid-write) is truncated under the lock and
+a ``journal.tail_repaired`` event appended; a bad line anywhere else raises ``JournalCorrupt``
+naming it. Readers never lock: they read a size snapshot and stop at a torn end.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from array import array
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from mailboxes.errors import JournalCorrupt, WriteFailed
+from mailboxes.events import Event, JournalTailRepaired, draft
+from mailboxes.fsutil import Fsync, fsync_dir, write_all
+from mailboxes.journal.base import Appended, WallClock, check_after, stamp
+from mailboxes.journal.frame import BadLine, decode_event, encode, iter_lines
+from mailboxes.ports import Clock, Decide
+
+JOURNAL_NAME = "journal.jsonl"
+LOCK_NAME = "journal.lock"
+GATE_NAME = "journal.gate"
+
+FaultHook = Callable[[str], None]
+"""Test seam: called with ``"after_write"``, ``"after_fsync"``, ``"after_commit"`` during an
+append (crash-point tests kill the process there)."""
+
+
+def remove_orphan_tmp_files(folder: Path) -> list[Path]:
+    """Delete ``.<name>.<pid>.tmp`` files (``fsutil.atomic_write``) whose writer is dead.
+
+    A live writer's file is kept: a projection written outside the journal lock (settings,
+    snapshot) may be between its write and its rename right now.
+    """
+    removed = []
+    for tmp in folder.glob(".*.tmp"):
+        pid = tmp.name.rsplit(".", 2)[-2] if tmp.name.count(".") >= 3 else ""
+        if pid.isdigit() and _alive(int(pid)):
+            continue
+        tmp.unlink(missing_ok=True)
+        removed.append(tmp)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
+
+
+class FileJournal:
+    """An ``EventStore`` on ``team_dir/journal.jsonl`` (``team_dir`` is ``.team``, which must
+    exist). Opening validates the whole file and repairs a torn tail.
+
+    ``fsync`` makes written lines durable; the default ``fdatasync`` flushes the data and the file
+    size (what reading the lines back needs) but not the modification time, saving a metadata
+    write per append.
+    """
+
+    def __init__(
+        self,
+        team_dir: Path,
+        clock: Clock | None = None,
+        *,
+        fault: FaultHook | None = None,
+        fsync: Fsync = os.fdatasync,
+    ) -> None:
+        self.team_dir = Path(team_dir)
+        self.path = self.team_dir / JOURNAL_NAME
+        self.lock_path = self.team_dir / LOCK_NAME
+        self.gate_path = self.team_dir / GATE_NAME
+        self._clock: Clock = clock or WallClock()
+        self._fault = fault
+        self._fsync = fsync
+        self._mutex = threading.Lock()
+        self._holder: int | None = None
+        self._index_lock = threading.Lock()
+        self._offsets = array("q")  # byte offset of seq n at index n - 1
+        self._end = 0  # byte offset just past the last validated line
+        self._by_op_id: dict[str, int] = {}
+        self._closed = False
+        if not self.team_dir.is_dir():
+            raise FileNotFoundError(f"no team folder at {self.team_dir} (run `teamctl init`)")
+        created = not self.path.exists()
+        with self._exclusive() as fd:
+            if created:
+                fsync_dir(self.team_dir, fsync)
+            remove_orphan_tmp_files(self.team_dir)
+            self._catch_up(fd)
+
+    # --- EventStore ---------------------------------------------------------------------------
+
+    def append(
+        self,
+        decide: Decide,
+        *,
+        after: int,
+        on_commit: Callable[[Sequence[Event]], None] | None = None,
+    ) -> Appended:
+        """Serialised across threads and processes: catch up, decide, write, fsync, commit."""
+        self._check_open()
+        with self._exclusive() as fd:
+            first = len(self._offsets) + 1
+            fresh = self._catch_up(fd)
+            check_after(after, len(self._offsets))
+            seen = self._seen(fd, after, first, fresh)
+            drafts = decide(seen)
+            new, result = stamp(
+                drafts,
+                next_seq=len(self._offsets) + 1,
+                ts=self._clock.now(),
+                lookup=lambda op_id: self._stored_op(fd, op_id),
+            )
+            if new:
+                self._write(fd, new)
+            if on_commit is not None:
+                on_commit(seen + tuple(new))
+            self._hook("after_commit")
+        return Appended(seen=seen, appended=tuple(result))
+
+    def read_from(self, seq: int) -> Iterator[Event]:
+        """Events with ``seq >= seq`` in order, from a snapshot of the file's size at first read.
+
+        Raises ``JournalCorrupt`` on a bad line that is not at the end of the snapshot.
+        """
+        self._check_open()
+        seq = max(seq, 1)
+        with self._index_lock:
+            if seq <= len(self._offsets):
+                start, first = self._offsets[seq - 1], seq
+            else:
+                start, first = self._end, len(self._offsets) + 1
+        return self._read(start, first, seq)
+
+    def last_seq(self) -> int:
+        """The highest seq on disk now (lines other processes appended included)."""
+        self._check_open()
+        with self._index_lock:
+            start, last = self._end, len(self._offsets)
+        for event in self._read(start, last + 1, last + 1):
+            last = event.seq
+        return last
+
+    def close(self) -> None:
+        self._closed = True
+
+    # --- internals ----------------------------------------------------------------------------
+
+    @contextmanager
+    def _exclusive(self) -> Iterator[int]:
+        """Hold the instance mutex and the journal flock; yields an O_APPEND descriptor."""
+        if self._holder == threading.get_ident():
+            raise RuntimeError("journal append called from inside decide or on_commit")
+        with self._mutex:
+            self._holder = threading.get_ident()
+            try:
+                lock_fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+                try:
+                    self._lock(lock_fd)
+                    fd = os.open(
+                        self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644
+                    )
+                    try:
+                        yield fd
+                    finally:
+                        os.close(fd)
+                finally:
+                    os.close(lock_fd)  # releases the flock
+            finally:
+                self._holder = None
+
+    def _lock(self, lock_fd: int) -> None:
+        """Take the journal flock. Waiters first queue on the gate lock, so a release wakes the
+        one process next in line rather than every waiting process (with 16 processes racing on
+        2 cores, that herd cost more than the append itself). The gate only orders waiters:
+        mutual exclusion is the journal flock's alone."""
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        gate = os.open(self.gate_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(gate, fcntl.LOCK_EX)
+            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        finally:
+            os.close(gate)
+
+    def _catch_up(self, fd: int) -> list[Event]:
+        """Index every line written since ``_end``; repair a torn tail. Holds the flock.
+
+        Returns the events indexed (with a repaired tail, those before it and its repair)."""
+        size = os.fstat(fd).st_size
+        if size < self._end:
+            raise JournalCorrupt(
+                str(self.path), len(self._offsets), f"file shrank to {size} bytes below {self._end}"
+            )
+        fresh: list[Event] = []
+        for offset, raw, complete in iter_lines(fd, self._end, size):
+            line_no = len(self._offsets) + 1
+            try:
+                if not complete:
+                    raise BadLine("last line has no newline (torn write)", torn=True)
+                event = decode_event(raw, line_no)
+            except BadLine as exc:
+                is_last = offset + len(raw) + 1 >= size
+                if not (is_last and exc.torn):
+                    raise JournalCorrupt(str(self.path), line_no, exc.reason) from None
+                return [*fresh, *self._repair_tail(fd, line_no, offset, size)]
+            self._index(offset, len(raw) + 1, event.op_id)
+            fresh.append(event)
+        return fresh
+
+    def _seen(self, fd: int, after: int, first: int, fresh: list[Event]) -> tuple[Event, ...]:
+        """The events after seq ``after``: ``fresh`` (from seq ``first``) were just decoded by
+        catch-up and are not decoded twice; older ones are read back."""
+        if after + 1 >= first:
+            return tuple(fresh[after + 1 - first :])
+        end = self._offsets[first - 1] if fresh else self._end
+        return (*self._events(fd, after + 1, end), *fresh)
+
+    def _repair_tail(self, fd: int, line_no: int, offset: int, size: int) -> list[Event]:
+        os.ftruncate(fd, offset)
+        self._fsync(fd)
+        body = JournalTailRepaired(line_no=line_no, bytes_dropped=size - offset)
+        new, _ = stamp(
+            [draft(body.TYPE, "runtime", body)],
+            next_seq=line_no,
+            ts=self._clock.now(),
+            lookup=lambda _op_id: None,
+        )
+        self._write(fd, new, hooks=False)
+        return new
+
+    def _write(self, fd: int, new: Sequence[Event], *, hooks: bool = True) -> None:
+        """Append ``new`` durably; on a failed write or fsync cut the file back to the last good
+        line and raise ``WriteFailed`` (a short write on a full disk must not leave a torn line,
+        and bytes whose fsync failed must not be taken as events by the next catch-up)."""
+        lines = [encode(event) for event in new]
+        try:
+            write_all(fd, b"".join(lines))
+        except BaseException as exc:
+            self._roll_back(fd, exc)
+            raise
+        if hooks:
+            self._hook("after_write")
+        try:
+            self._fsync(fd)
+        except OSError as exc:
+            self._roll_back(fd, exc)
+            raise
+        if hooks:
+            self._hook("after_fsync")
+        offset = self._end
+        for event, line in zip(new, lines, strict=True):
+            self._index(offset, len(line), event.op_id)
+            offset += len(line)
+
+    def _roll_back(self, fd: int, exc: BaseException) -> None:
+        """Truncate to the last good line; an ``OSError`` becomes ``WriteFailed``."""
+        os.ftruncate(fd, self._end)
+        if isinstance(exc, OSError) and not isinstance(exc, WriteFailed):
+            raise WriteFailed(f"appending to {self.path}", exc) from exc
+
+    def _index(self, offset: int, length: int, op_id: str | None) -> None:
+        with self._index_lock:
+            self._offsets.append(offset)
+            self._end = offset + length
+        if op_id is not None:
+            self._by_op_id.setdefault(op_id, len(self._offsets))
+
+    def _stored_op(self, fd: int, op_id: str) -> Event | None:
+        seq = self._by_op_id.get(op_id)
+        if seq is None:
+            return None
+        end = self._offsets[seq] if seq < len(self._offsets) else self._end
+        return next(self._events(fd, seq, end))
+
+    def _events(self, fd: int, seq: int, end: int) -> Iterator[Event]:
+        """Validated events from ``seq`` up to byte ``end`` (already indexed lines)."""
+        if seq > len(self._offsets):
+            return
+        for _offset, raw, _complete in iter_lines(fd, self._offsets[seq - 1], end):
+            try:
+                yield decode_event(raw, seq)
+            except BadLine as exc:  # indexed lines were good: someone rewrote the file
+                raise JournalCorrupt(str(self.path), seq, exc.reason) from None
+            seq += 1
+
+    def _read(self, start: int, first: int, want: int) -> Iterator[Event]:
+        fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            size = os.fstat(fd).st_size
+            seq = first
+            for offset, raw, complete in iter_lines(fd, start, size):
+                try:
+                    if not complete:
+                        return  # being written, or torn: the next append repairs it
+                    event = decode_event(raw, seq)
+                except BadLine as exc:
+                    if offset + len(raw) + 1 >= size and exc.torn:
+                        return
+                    raise JournalCorrupt(str(self.path), seq, exc.reason) from None
+                if seq >= want:
+                    yield event
+                seq += 1
+        finally:
+            os.close(fd)
+
+    def _hook(self, point: str) -> None:
+        if self._fault is not None:
+            self._fault(point)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError(f"journal {self.path} is closed")

@@ -1,0 +1,188 @@
+"""Plan approval and shutdown protocols, driven through the team tools; journal checked."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from actors.board import protocols as bp
+from actors.errors import StaleEpoch
+from actors.protocols import answer_shutdown, plan_mode_active
+from actors.tools.toolsets import NO_HOOKS, lead_tools, teammate_tools
+from tests.actors.team_fakes import Driver, FakeTeam, make_team
+
+
+@pytest.fixture
+def team(tmp_path: Path) -> Iterator[FakeTeam]:
+    fake = make_team(tmp_path / "repo")
+    yield fake
+    fake.close()
+
+
+def drivers(team: FakeTeam, *, plan_required: bool = False) -> tuple[Driver, Driver]:
+    lead = Driver(lead_tools(team, hooks=NO_HOOKS), "lead", team.root)
+    lead.ok("spawn_teammate", name="ann", prompt="work", plan_required=plan_required)
+    return lead, Driver(teammate_tools(team, "ann", hooks=NO_HOOKS), "ann", team.root)
+
+
+def gated(team: FakeTeam, agent: str = "ann") -> bool:
+    return plan_mode_active(team.board.refresh(), agent)
+
+
+def last_request_id(team: FakeTeam) -> str:
+    [msg] = [m for m in team.inbox("lead") if m.type == "plan_approval_request"][-1:]
+    return str(msg.body["request_id"])
+
+
+def test_submit_reject_resubmit_approve(team: FakeTeam) -> None:
+    team.board.create("refactor", plan_required=True)
+    lead, ann = drivers(team)
+    assert not gated(team)
+    ann.ok("claim_task", task_id="task_1")
+    assert gated(team)
+    assert "Plan submitted for task_1" in ann.ok("submit_plan", plan="v1: rewrite everything")
+    first = last_request_id(team)
+    assert first.startswith("plan-task_1-e1-")
+    assert "still waiting for review" in ann.error("submit_plan", plan="v1b")
+    assert "needs feedback" in lead.error("review_plan", request_id=first, approve=False)
+    assert lead.ok("review_plan", request_id=first, approve=False, feedback="smaller steps") == (
+        "Rejected the plan of ann for task_1; your feedback was sent."
+    )
+    [response] = team.inbox("ann")
+    assert response.type == "plan_approval_response" and response.sender == "lead"
+    assert response.body["approve"] is False and response.body["feedback"] == "smaller steps"
+    assert "smaller steps" in response.text
+    assert gated(team)
+    assert "already reviewed" in lead.error("review_plan", request_id=first, approve=True)
+    ann.ok("submit_plan", plan="v2: step by step")
+    second = last_request_id(team)
+    assert second != first
+    assert "may now make changes" in lead.ok("review_plan", request_id=second, approve=True)
+    assert not gated(team)
+    assert team.inbox("ann")[-1].body["approve"] is True
+    assert "already approved" in ann.error("submit_plan", plan="v3")
+    plan_events = [e for e in team.events() if e.type.startswith("plan.")]
+    assert [(e.type, e.actor, e.data["request_id"]) for e in plan_events] == [
+        ("plan.submitted", "ann", first),
+        ("plan.reviewed", "lead", first),
+        ("plan.submitted", "ann", second),
+        ("plan.reviewed", "lead", second),
+    ]
+    assert [e.data.get("epoch") for e in plan_events if e.type == "plan.submitted"] == [1, 1]
+    assert [e.data["approve"] for e in plan_events if e.type == "plan.reviewed"] == [False, True]
+    assert team.board.state.task("task_1").plan.plan == "v2: step by step"
+    ann.ok("complete_task", task_id="task_1", summary="done in steps")
+
+
+def test_an_approval_for_an_old_epoch_is_refused(team: FakeTeam) -> None:
+    team.board.create("refactor", plan_required=True)
+    lead, ann = drivers(team)
+    ann.ok("claim_task", task_id="task_1")
+    ann.ok("submit_plan", plan="v1")
+    old = last_request_id(team)
+    ann.ok("release_task", task_id="task_1", reason="need a break")
+    ann.ok("claim_task", task_id="task_1")
+    refused = lead.error("review_plan", request_id=old, approve=True)
+    assert "epoch 1 was superseded by epoch 2" in refused
+    with pytest.raises(StaleEpoch):
+        bp.review_plan(team.board, old, True, reviewer="lead")
+    assert gated(team)
+    assert team.events("plan.reviewed") == []
+
+
+def test_release_and_reclaim_void_an_approval(team: FakeTeam) -> None:
+    team.board.create("refactor", plan_required=True)
+    lead, ann = drivers(team)
+    ann.ok("claim_task", task_id="task_1")
+    ann.ok("submit_plan", plan="v1")
+    lead.ok("review_plan", request_id=last_request_id(team), approve=True)
+    assert not gated(team)
+    ann.ok("release_task", task_id="task_1", reason="re-plan")
+    ann.ok("claim_task", task_id="task_1")
+    assert gated(team)
+
+
+def test_a_teammate_cannot_approve_its_own_plan(team: FakeTeam) -> None:
+    team.board.create("refactor", plan_required=True)
+    _, ann = drivers(team)
+    ann.ok("claim_task", task_id="task_1")
+    ann.ok("submit_plan", plan="trust me")
+    rid = last_request_id(team)
+    with pytest.raises(bp.ProtocolError, match="ann cannot review its own plan"):
+        bp.review_plan(team.board, rid, True, reviewer="ann")
+    assert "review_plan" not in [t for t in ann.executor.registry.names()]
+    assert gated(team)
+
+
+def test_an_approval_cannot_precede_the_submission(team: FakeTeam) -> None:
+    team.board.create("feature")
+    lead, ann = drivers(team)
+    assert "unknown plan request" in lead.error("review_plan", request_id="plan-x", approve=True)
+    ann.ok("claim_task", task_id="task_1")
+    assert not gated(team)
+    text = lead.ok("request_plan", name="ann", task_id="task_1")
+    assert gated(team)
+    [ask] = team.inbox("ann")
+    rid = str(ask.body["request_id"])
+    assert rid in text and "submit_plan" in ask.text
+    refused = lead.error("review_plan", request_id=rid, approve=True)
+    assert "no plan has been submitted for request" in refused
+    ann.ok("submit_plan", plan="now a plan")
+    assert last_request_id(team) == rid  # the request's id is reused by the submission
+    lead.ok("review_plan", request_id=rid, approve=True)
+    assert not gated(team)
+    assert [e.type for e in team.events() if e.type.startswith("plan.")] == [
+        "plan.requested",
+        "plan.submitted",
+        "plan.reviewed",
+    ]
+
+
+def test_request_plan_needs_the_teammate_to_hold_the_task(team: FakeTeam) -> None:
+    team.board.create("feature")
+    lead, _ = drivers(team)
+    assert "ann does not hold task_1" in lead.error("request_plan", name="ann", task_id="task_1")
+    assert "you hold no task" in Driver(
+        teammate_tools(team, "ann", hooks=NO_HOOKS), "ann", team.root
+    ).error("submit_plan", plan="p")
+
+
+def test_a_plan_required_member_is_gated_until_approved(team: FakeTeam) -> None:
+    team.board.create("plain task")
+    lead, ann = drivers(team, plan_required=True)
+    assert gated(team)  # no task yet: still read-only
+    ann.ok("claim_task", task_id="task_1")
+    assert gated(team)
+    ann.ok("submit_plan", plan="p")
+    lead.ok("review_plan", request_id=last_request_id(team), approve=True)
+    assert not gated(team)
+    assert not plan_mode_active(team.board.state, "nobody")
+
+
+def test_human_reviewer_gets_no_message_to_the_lead(tmp_path: Path) -> None:
+    team = make_team(tmp_path / "repo", {"approvals": {"plans": "human"}})
+    try:
+        team.board.create("refactor", plan_required=True)
+        lead, ann = drivers(team)
+        ann.ok("claim_task", task_id="task_1")
+        assert "a human (teamctl plans)" in ann.ok("submit_plan", plan="p")
+        assert team.inbox("lead") == []
+        rid = next(iter(team.board.refresh().plan_requests))
+        assert "reviewed by a human" in lead.error("review_plan", request_id=rid, approve=True)
+    finally:
+        team.close()
+
+
+def test_shutdown_answer_is_journaled_then_sent(team: FakeTeam) -> None:
+    drivers(team)
+    rid = team.request_shutdown("ann", by="lead")
+    answer_shutdown(team, "ann", rid, reason="task released")
+    [ack] = team.events("shutdown.acknowledged")
+    assert (ack.actor, ack.data["request_id"], ack.data["approve"]) == ("ann", rid, True)
+    [msg] = team.inbox("lead")
+    assert msg.type == "shutdown_response" and msg.sender == "ann"
+    assert msg.body["request_id"] == rid and "task released" in msg.text
+    answer_shutdown(team, "ann", rid)  # retried: journaled once
+    assert len(team.events("shutdown.acknowledged")) == 1

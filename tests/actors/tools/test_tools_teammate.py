@@ -1,0 +1,109 @@
+"""A teammate's task tools: claims (a refusal is a normal answer), fencing, release."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from actors.tools.toolsets import NO_HOOKS, lead_tools, teammate_tools
+from tests.actors.team_fakes import Driver, FakeTeam, make_team
+
+
+@pytest.fixture
+def team(tmp_path: Path) -> Iterator[FakeTeam]:
+    fake = make_team(tmp_path / "repo")
+    yield fake
+    fake.close()
+
+
+def mate(team: FakeTeam, name: str, **kw: bool) -> Driver:
+    Driver(lead_tools(team, hooks=NO_HOOKS), "lead", team.root).ok(
+        "spawn_teammate", name=name, prompt="work"
+    )
+    return Driver(teammate_tools(team, name, hooks=NO_HOOKS), name, team.root, **kw)
+
+
+def test_claim_complete_unblocks_dependents(team: FakeTeam) -> None:
+    a = team.board.create("a", "first")
+    team.board.create("b", blocked_by=[a.id])
+    ann = mate(team, "ann")
+    text = ann.ok("claim_task", task_id="task_1")
+    assert text.startswith("Claimed task_1 (epoch 1): a")
+    assert json.loads(text.split("\n", 1)[1])["description"] == "first"
+    assert ann.ok("complete_task", task_id="task_1", summary="done it") == (
+        "Completed task_1. Now ready: task_2."
+    )
+    [done] = team.events("task.completed")
+    assert (done.data["owner"], done.data["epoch"], done.data["summary"]) == ("ann", 1, "done it")
+    detail = json.loads(ann.ok("get_task", task_id="task_2"))
+    assert detail["status"] == "ready" and detail["dependency_outcomes"] == {"task_1": "done it"}
+
+
+def test_refused_claims_are_normal_answers(team: FakeTeam) -> None:
+    team.board.create("a")
+    team.board.create("b", blocked_by=["task_1"])
+    team.board.create("c")
+    ann, bob = mate(team, "ann"), mate(team, "bob")
+    ann.ok("claim_task", task_id="task_1")
+    assert bob.ok("claim_task", task_id="task_1") == (
+        "Not claimed: task_1 — already claimed by ann."
+    )
+    assert bob.ok("claim_task", task_id="task_2") == "Not claimed: task_2 — blocked by task_1."
+    assert ann.ok("claim_task", task_id="task_3") == (
+        "Not claimed: task_3 — ann already holds task_1."
+    )
+    assert "unknown task 'task_9'" in bob.error("claim_task", task_id="task_9")
+    assert [e.data["owner"] for e in team.events("task.claimed")] == ["ann"]
+
+
+def test_fencing_a_teammate_that_lost_its_claim_cannot_complete(team: FakeTeam) -> None:
+    team.board.create("a")
+    ann, bob = mate(team, "ann"), mate(team, "bob")
+    ann.ok("claim_task", task_id="task_1")
+    team.board.release("task_1", "ann", 1, "owner_dead")  # presumed dead
+    bob.ok("claim_task", task_id="task_1")
+    refused = ann.error("complete_task", task_id="task_1", summary="late")
+    assert "ann does not hold task task_1 (it is held by bob)" in refused
+    assert "does not hold" in ann.error("release_task", task_id="task_1", reason="x")
+    assert team.events("task.completed") == []
+
+
+def test_release_gives_the_task_back(team: FakeTeam) -> None:
+    team.board.create("a")
+    ann = mate(team, "ann")
+    ann.ok("claim_task", task_id="task_1")
+    assert ann.ok("release_task", task_id="task_1", reason="stuck on setup") == (
+        "Released task_1; it is pending again."
+    )
+    [rel] = team.events("task.released")
+    assert (rel.data["reason"], rel.data["epoch"]) == ("stuck on setup", 1)
+    assert json.loads(ann.ok("list_tasks", status="ready"))[0]["id"] == "task_1"
+    assert "not claimed" in ann.error("release_task", task_id="task_1", reason="again")
+
+
+def test_plan_mode_allows_team_tools_but_not_completion(team: FakeTeam) -> None:
+    team.board.create("a")
+    ann = mate(team, "ann", read_only=True)
+    ann.ok("list_tasks")
+    ann.ok("claim_task", task_id="task_1")
+    ann.ok("send_message", to="lead", text="reading first")
+    assert "plan" in ann.error("complete_task", task_id="task_1", summary="x").lower()
+    ann.ok("release_task", task_id="task_1", reason="handing over")
+
+
+def test_journal_names_the_agent_behind_each_team_tool_call(team: FakeTeam) -> None:
+    """One board serves every agent of a runtime; the journal's actor is still who acted."""
+    lead = Driver(lead_tools(team, hooks=NO_HOOKS), "lead", team.root)
+    lead.ok("create_task", subject="a")
+    ann = mate(team, "ann")
+    ann.ok("claim_task", task_id="task_1")
+    ann.ok("complete_task", task_id="task_1", summary="done")
+    actors = {e.type: e.actor for e in team.events()}
+    assert actors["task.created"] == "lead"
+    assert actors["task.claimed"] == "ann" and actors["task.completed"] == "ann"
+    assert team.board.get("task_1").created_by == "lead"
+    team.board.create("b")  # outside any tool: the board's own actor
+    assert team.events("task.created")[-1].actor == team.board.actor
