@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from actors.board.board import Board
+from actors.board.fold import fold_all
 from actors.board.projections import Projections
-from actors.board.state import EMPTY, TeamState, fold_all
+from actors.board.state import EMPTY, TeamState
 from actors.repo import Repo, find_repo, find_team
 from mailboxes.events import EventDraft, MemberSpawned, TeamCreated, draft
 from mailboxes.fsutil import Fsync, atomic_write, fsync_dir

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import Field, TypeAdapter
+
+from teamctl_base.models import Frozen
 
 
-class Message(BaseModel):
+class Message(Frozen):
     """Base of every actor message."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 # --- scheduler ---------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Protocols between members (DESIGN §9): plan approval and shutdown, journal first, then mail.
+"""Protocols between members: plan approval and shutdown, journal first, then mail
+(docs/ARCHITECTURE.md, "Protocols").
 
 Every step journals its event through ``actors.board.protocols`` (checked under the journal
 lock) and only then sends the message, so a message never announces something the journal does
@@ -18,7 +19,7 @@ from actors.board.protocols import PlanReview, ProtocolError
 from actors.board.state import PlanRequest, TeamState
 
 if TYPE_CHECKING:
-    from actors.services import TeamServices
+    from actors.services import TeamChannel, TeamServices
 
 __all__ = [
     "LEAD",
@@ -150,7 +151,7 @@ def review_body(review: PlanReview) -> dict[str, object]:
 
 
 def answer_shutdown(
-    services: TeamServices,
+    services: TeamChannel,
     name: str,
     request_id: str,
     *,

@@ -1,21 +1,25 @@
 """The seam between the team runtime and the team tools.
 
-The runtime (``actors.runtime.runtime``) implements ``TeamServices``; the team tools (``actors.tools.toolsets``)
-and protocols (``actors.protocols``) use only this. Every method is safe to call from any actor
-thread. Journal writes go through ``board`` (validated under the journal lock); messages through
-``send`` (durable delivery, then an in-process wake of the recipient when it lives here).
+The runtime (``actors.runtime.services.RuntimeServices``) implements ``TeamServices``; the team
+tools (``actors.tools.toolsets``) and protocols (``actors.protocols``) use only this. Every method
+is safe to call from any actor thread. Journal writes go through ``board`` (validated under the
+journal lock); messages through ``send`` (durable delivery, then an in-process wake of the
+recipient when it lives here). ``TeamChannel`` is the part a member's own protocol steps need
+(a teammate's host provides it too).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from actors.board.board import Board
+    from actors.jobs.cron import CronView
     from actors.settings import Settings
+    from actors.worktrees.actor import WorktreesHandle
     from mailboxes.messages import Envelope
 
 
@@ -50,45 +54,12 @@ class MemberView:
     hosted_here: bool = False
 
 
-@dataclass(frozen=True)
-class CronView:
-    """One scheduled cron job."""
-
-    cron_id: str
-    cron: str
-    prompt: str
-    recurring: bool
-    tz: str | None
-    next_fire: str | None
-    owner: str = "lead"
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-
-class TeamServices(Protocol):
-    """What team tools may ask of the running team."""
-
-    @property
-    def repo_root(self) -> Path:
-        """The main checkout's root."""
-        ...
+class TeamChannel(Protocol):
+    """The board and the mail: what a member's protocol steps (``actors.protocols``) use."""
 
     @property
     def board(self) -> Board:
         """The task board (journal-backed, shared by every actor of this process)."""
-        ...
-
-    @property
-    def settings(self) -> Settings:
-        """The effective settings."""
-        ...
-
-    def spawn_teammate(self, spec: TeammateSpec, *, by: str) -> MemberView:
-        """Start a teammate. Names are unique; a given ``task_id`` is claimed for it before it
-        starts and a failed claim means no teammate (``TeamError`` with the reason)."""
-        ...
-
-    def members(self) -> list[MemberView]:
-        """Every member (agents and humans), in join order."""
         ...
 
     def send(
@@ -104,6 +75,34 @@ class TeamServices(Protocol):
         Unknown recipient → ``UnknownRecipient``."""
         ...
 
+
+class TeamServices(TeamChannel, Protocol):
+    """What team tools may ask of the running team."""
+
+    @property
+    def repo_root(self) -> Path:
+        """The main checkout's root."""
+        ...
+
+    @property
+    def settings(self) -> Settings:
+        """The effective settings."""
+        ...
+
+    @property
+    def worktrees(self) -> WorktreesHandle | None:
+        """The running Worktrees actor, or None when the team runs no worktrees."""
+        ...
+
+    def spawn_teammate(self, spec: TeammateSpec, *, by: str) -> MemberView:
+        """Start a teammate. Names are unique; a given ``task_id`` is claimed for it before it
+        starts and a failed claim means no teammate (``TeamError`` with the reason)."""
+        ...
+
+    def members(self) -> list[MemberView]:
+        """Every member (agents and humans), in join order."""
+        ...
+
     def request_shutdown(self, name: str, *, by: str) -> str:
         """Journal ``shutdown.requested`` and send ``shutdown_request``; returns the request id."""
         ...
@@ -115,7 +114,7 @@ class TeamServices(Protocol):
         ...
 
     def list_crons(self) -> list[CronView]:
-        """Scheduled, not cancelled, not finished cron jobs."""
+        """Scheduled, not cancelled, not finished cron jobs (``actors.jobs.cron.CronView``)."""
         ...
 
     def cancel_cron(self, cron_id: str, *, by: str) -> None:

@@ -1,4 +1,5 @@
-"""Team settings: ``.team/settings.json`` with ``TEAMCTL_SETTINGS`` merged on top (DESIGN §10).
+"""Team settings: ``.team/settings.json`` with ``TEAMCTL_SETTINGS`` merged on top
+(docs/ARCHITECTURE.md, "Settings").
 
 Every key is optional and every model forbids unknown keys, so a typo is an error that names the
 key and the file. Values are frozen: settings are read once per command or runtime start.
@@ -11,18 +12,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from actors.errors import TeamError
 from harness.settings import HookEvent, HookMatcher, PermissionSettings, SandboxSettings
+from teamctl_base.models import Frozen
 
 SETTINGS_ENV = "TEAMCTL_SETTINGS"
 MODEL_ENV = "TEAMCTL_MODEL"
 
 
-class _Strict(BaseModel):
+class _Strict(Frozen):
     model_config = ConfigDict(
-        frozen=True, extra="forbid", populate_by_name=True, use_attribute_docstrings=True
+        **Frozen.model_config, populate_by_name=True, use_attribute_docstrings=True
     )
 
 

@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from actors.board.board import Board
+from actors.board.fold import fold_all
 from actors.board.projections import Projections
-from actors.board.state import EMPTY, fold_all
+from actors.board.state import EMPTY
 from mailboxes.events import Event
 from mailboxes.journal.store import FileJournal
 

@@ -1,4 +1,4 @@
-"""CLI start-up benchmark (DESIGN §12): wall time of ``teamctl --help`` and ``teamctl tasks``.
+"""CLI start-up benchmark: wall time of ``teamctl --help`` and ``teamctl tasks``.
 
 Each sample is a fresh process (what a person or a script pays), run from a sub-folder of a
 scratch repository holding ``--tasks`` tasks. Prints one JSON object:

@@ -79,7 +79,7 @@ def run(n: int, teammates: int, tmp: Path) -> list[float]:
     )
     rt.start()
     for i in range(teammates):
-        rt.spawn_teammate(TeammateSpec(name=f"w{i + 1}"), by="lead")
+        rt.services.spawn_teammate(TeammateSpec(name=f"w{i + 1}"), by="lead")
     if not rt.wait_idle(30):
         raise RuntimeError("the team did not settle")
     child = subprocess.Popen(

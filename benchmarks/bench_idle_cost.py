@@ -59,12 +59,12 @@ def run(teammates: int, window_s: float, tmp: Path) -> dict[str, float]:
     rt.start()
     try:
         # Warm the code paths a teammate uses, so the difference is per-teammate state only.
-        rt.spawn_teammate(TeammateSpec(name="warm"), by="lead")
+        rt.services.spawn_teammate(TeammateSpec(name="warm"), by="lead")
         rt.wait_idle(30)
         gc.collect()
         before = rss_kib()
         for i in range(teammates):
-            rt.spawn_teammate(TeammateSpec(name=f"w{i + 1}"), by="lead")
+            rt.services.spawn_teammate(TeammateSpec(name=f"w{i + 1}"), by="lead")
         if not rt.wait_idle(60):
             raise RuntimeError("the team did not settle")
         gc.collect()

@@ -1,4 +1,4 @@
-"""Mailbox benchmark (DESIGN §12): durable delivery rate and watcher wake latency.
+"""Mailbox benchmark: durable delivery rate and watcher wake latency.
 
 Prints one JSON object: {"benchmark": "mailbox", "figures": [{"name", "value", "unit", "target",
 "ok"}, ...]}. Throughputs are medians over ``--repeat`` runs; every run reads back every

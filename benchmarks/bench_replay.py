@@ -1,4 +1,4 @@
-"""Journal replay benchmark (DESIGN §12): fold 200,000 events from ``.team/journal.jsonl``.
+"""Journal replay benchmark: fold 200,000 events from ``.team/journal.jsonl``.
 
 Prints one JSON object: {"benchmark": "replay", "figures": [{"name", "value", "unit", "target",
 "ok"}, ...]}. Rates are medians over ``--repeat`` runs.

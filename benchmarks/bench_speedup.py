@@ -65,7 +65,7 @@ def drain(teammates: int, tasks: int, latency_ms: float, tmp: Path) -> float:
     rt.start()
     try:
         for i in range(teammates):
-            rt.spawn_teammate(TeammateSpec(name=f"w{i + 1}"), by="lead")
+            rt.services.spawn_teammate(TeammateSpec(name=f"w{i + 1}"), by="lead")
         if not rt.wait_idle(30):
             raise RuntimeError("the team did not settle")
         t0 = time.monotonic()

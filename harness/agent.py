@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from harness.context.compaction import CompactionConfig, Compactor
 from harness.context.memory import Memory
@@ -46,6 +46,7 @@ from harness.tools.skill_tool import LoadSkillTool
 from harness.tools.subagent import SUBAGENT_KEY, SubagentOutcome, TaskInput, TaskTool
 from harness.tools.todo import TodoStore
 from harness.transcript import Transcript, load_transcript, repair_dangling
+from teamctl_base.models import Frozen
 
 DEFAULT_IDENTITY = (
     "You are {name}, a coding agent working in a git repository. You act through tools; prefer "
@@ -60,10 +61,8 @@ DEFAULT_GUIDANCE = (
 )
 
 
-class AgentConfig(BaseModel):
+class AgentConfig(Frozen):
     """How one agent is built (the team runtime fills it from ``settings.json``)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = "agent"
     """The agent's name: transcript file, hook payloads, fake-API header."""
@@ -155,6 +154,9 @@ class Agent:
         )
         messages = self._initial_messages(resume, session_id)
         base_hooks = hooks or (self._hooks_from_runner() if hook_runner else LoopHooks())
+        self._message_listeners: list[Callable[[Message], None]] = []
+        if base_hooks.on_message is not None:
+            self._message_listeners.append(base_hooks.on_message)
         self.loop = AgentLoop(
             model=model,
             executor=self.executor,
@@ -178,7 +180,11 @@ class Agent:
                 result_limit_chars=config.result_limit_chars,
             ),
             transcript=self.transcript,
-            hooks=replace(base_hooks, after_tools=base_hooks.after_tools or self._todo_reminder),
+            hooks=replace(
+                base_hooks,
+                after_tools=base_hooks.after_tools or self._todo_reminder,
+                on_message=self._message_appended,
+            ),
             messages=messages,
         )
 
@@ -352,6 +358,29 @@ class Agent:
 
     def request_compaction(self, instructions: str = "") -> None:
         self.loop.request_compaction(instructions)
+
+    # -- what a host changes -----------------------------------------------------------------
+
+    def relocate(self, root: Path, cwd: Path, policy: ToolPolicy) -> None:
+        """Run the next tool calls confined to ``root``, in ``cwd``, under ``policy`` (a host
+        moving the agent into a worktree and back). Subagents keep the policy the agent was
+        built with (``self.policy``); they take the root from the calling context."""
+        self.cwd = cwd
+        self.executor.use_policy(policy)
+        self.tool_context.root, self.tool_context.cwd = root, cwd
+
+    def set_read_only(self, read_only: bool) -> None:
+        """Plan mode on or off: while on, only read-only tools run (subagents inherit it)."""
+        self.tool_context.read_only = read_only
+
+    def observe_messages(self, listener: Callable[[Message], None]) -> None:
+        """Call ``listener`` with every message appended to the conversation (after it is in
+        the transcript), after the listeners already registered."""
+        self._message_listeners.append(listener)
+
+    def _message_appended(self, message: Message) -> None:
+        for listener in list(self._message_listeners):
+            listener(message)
 
     def close(self) -> None:
         if self.transcript is not None:

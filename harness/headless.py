@@ -1,25 +1,22 @@
-"""``teamctl ask PROMPT``: one agent, one turn, in a repository, without a team.
+"""The logic of ``teamctl ask PROMPT``: one agent, one turn, in a repository, without a team.
 
-``run_ask`` holds the logic (testable in-process with any ``ModelClient``); ``ask_command`` is a
-ready-to-wire click command that builds an ``AnthropicModel`` (imported lazily: it is slow to
-import) and calls it. Exit codes: 0 success, 1 the turn failed (model error, max turns, budget,
-stopped by a hook), 3 the final answer never matched ``--json-schema``, 130 interrupted.
+``run_ask`` runs the turn and writes the result (testable in-process with any ``ModelClient``);
+the click command that parses the options and builds the model client is ``actors.cli.ask``.
+Exit codes: 0 success, 1 the turn failed (model error, max turns, budget, stopped by a hook), 3
+the final answer never matched ``--json-schema``, 130 interrupted.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
-import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO, cast
-
-import click
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from harness.errors import HarnessError
+from teamctl_base.clock import new_id
 
 if TYPE_CHECKING:  # the runtime imports are inside the functions: `teamctl --help` stays fast
     from harness.loop import TurnResult
@@ -48,6 +45,10 @@ DEFAULT_MODEL = "claude-sonnet-4-6"
 
 class SchemaFileError(ValueError):
     """A ``--json-schema`` file that is not a valid JSON schema."""
+
+
+class SettingsFileError(HarnessError):
+    """``.team/settings.json`` is not JSON, or a section of it does not validate."""
 
 
 def check_schema(schema: Any) -> None:
@@ -146,7 +147,7 @@ def run_ask(
         session_id = str(
             load_transcript(transcripts / f"{ASK_AGENT}.jsonl").meta.get("session_id", "")
         )
-    session_id = session_id or uuid.uuid4().hex
+    session_id = session_id or new_id()
     output = _Output(output_format, out, session_id)
     policy = policy_factory(repo_root, permission_mode, approver)
     agent = Agent(
@@ -223,7 +224,7 @@ def _equip(agent: Any, root: Path) -> Any:
         install_sandbox(agent, SandboxSettings.model_validate(raw.get("sandbox") or {}))
         servers = raw.get("mcpServers") or {}
     except (ValueError, AttributeError) as exc:
-        raise click.ClickException(f"{path}: {exc}") from exc
+        raise SettingsFileError(f"{path}: {exc}") from exc
     manager = open_mcp(root, servers)
     if manager is not None:
         try:
@@ -284,117 +285,3 @@ def _report(
         }
     )
     return code
-
-
-# -- the click command (wired into the CLI by its owner) ---------------------------------
-
-
-def find_repo_root(start: Path) -> Path:
-    """The nearest folder at or above ``start`` holding ``.git``; ``start`` when none."""
-    for p in (start, *start.parents):
-        if (p / ".git").exists():
-            return p
-    return start
-
-
-def default_policy_factory(root: Path, mode: str, approver: Approver | None) -> ToolPolicy:
-    """The harness policy for ``root``: the ``permissions`` and ``hooks`` of
-    ``.team/settings.json`` (when present), ``mode`` overriding the default mode."""
-    from harness.hooks import HookRunner
-    from harness.permissions.checks import Permissions
-    from harness.permissions.policy import HarnessPolicy
-    from harness.settings import HookSettings, PermissionMode, PermissionSettings
-
-    path = root / ".team" / "settings.json"
-    raw: dict[str, Any] = {}
-    if path.exists():
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-            perms = PermissionSettings.model_validate(raw.get("permissions") or {})
-            hooks = HookSettings.parse(raw.get("hooks"))
-        except (ValueError, AttributeError) as exc:
-            raise click.ClickException(f"{path}: {exc}") from exc
-    else:
-        perms, hooks = PermissionSettings(), HookSettings()
-    permission_mode = cast(PermissionMode, mode)
-    return HarnessPolicy(
-        Permissions.from_settings(perms, mode=permission_mode),
-        HookRunner(settings=hooks),
-        approver,
-        permission_mode,
-    )
-
-
-def console_approver(request: Any, ctx: Any, reason: str) -> bool:
-    """Ask the human at the terminal (only used when stdin is a TTY)."""
-    what = f"{request.tool}({request.target})" if request.target else request.tool
-    return click.confirm(f"Allow {what}? {reason}".strip(), default=False, err=True)
-
-
-def _model_from_env(model: str) -> ModelClient:
-    base = os.environ.get("ANTHROPIC_BASE_URL", "")
-    if not os.environ.get("ANTHROPIC_API_KEY"):
-        if not re.match(r"https?://(127\.|localhost|\[::1\])", base):
-            raise click.ClickException(
-                "ANTHROPIC_API_KEY is not set: export it, or try `teamctl demo` for a scripted run"
-            )
-        os.environ["ANTHROPIC_API_KEY"] = "fake-api-key"  # a local fake API needs no real key
-    from harness.model.anthropic_client import AnthropicModel  # slow import: only when asked
-
-    return AnthropicModel(model)
-
-
-@click.command("ask")
-@click.argument("prompt", required=False)
-@click.option("--output-format", type=click.Choice(["text", "json", "stream-json"]), default="text")
-@click.option("--model", default=DEFAULT_MODEL, show_default=True, help="Model name.")
-@click.option("--max-turns", type=int, default=None, help="Model calls allowed.")
-@click.option("--json-schema", "schema_file", type=click.Path(exists=True, dir_okay=False))
-@click.option("--resume", is_flag=True, help="Continue the last `ask` session.")
-@click.option(
-    "--permission-mode",
-    type=click.Choice(["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"]),
-    default="default",
-)
-def ask_command(
-    prompt: str | None,
-    output_format: OutputFormat,
-    model: str,
-    max_turns: int | None,
-    schema_file: str | None,
-    resume: bool,
-    permission_mode: str,
-) -> None:
-    """Run one agent on the current repository and print its answer."""
-    if prompt is None:
-        if sys.stdin.isatty():
-            raise click.UsageError("give a PROMPT (or pipe one on stdin)")
-        prompt = sys.stdin.read()
-    schema = None
-    if schema_file:
-        try:
-            schema = json.loads(Path(schema_file).read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise click.ClickException(f"{schema_file}: not JSON: {exc}") from exc
-        try:
-            check_schema(schema)
-        except SchemaFileError as exc:
-            raise click.ClickException(f"{schema_file}: {exc}") from exc
-    client = _model_from_env(model)
-    try:
-        code = run_ask(
-            find_repo_root(Path.cwd()),
-            prompt,
-            model_client=client,
-            output_format=output_format,
-            max_turns=max_turns,
-            json_schema=schema,
-            resume=resume,
-            permission_mode=permission_mode,
-            approver=console_approver if sys.stdin.isatty() else None,
-            policy_factory=default_policy_factory,
-            model=model,
-        )
-    except HarnessError as exc:
-        raise click.ClickException(str(exc)) from exc
-    sys.exit(code)

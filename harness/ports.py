@@ -9,33 +9,31 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from teamctl_base.models import Frozen
 
 
-class _Value(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class TextBlock(_Value):
+class TextBlock(Frozen):
     type: Literal["text"] = "text"
     text: str
 
 
-class ToolUseBlock(_Value):
+class ToolUseBlock(Frozen):
     type: Literal["tool_use"] = "tool_use"
     id: str
     name: str
     input: dict[str, Any] = Field(default_factory=dict)
 
 
-class ToolResultBlock(_Value):
+class ToolResultBlock(Frozen):
     type: Literal["tool_result"] = "tool_result"
     tool_use_id: str
     content: str = ""
     is_error: bool = False
 
 
-class ThinkingBlock(_Value):
+class ThinkingBlock(Frozen):
     """Passed through unchanged (the API requires thinking blocks to be sent back as received)."""
 
     type: Literal["thinking"] = "thinking"
@@ -43,7 +41,7 @@ class ThinkingBlock(_Value):
     signature: str = ""
 
 
-class RedactedThinkingBlock(_Value):
+class RedactedThinkingBlock(Frozen):
     type: Literal["redacted_thinking"] = "redacted_thinking"
     data: str
 
@@ -54,7 +52,7 @@ ContentBlock = Annotated[
 ]
 
 
-class Message(_Value):
+class Message(Frozen):
     role: Literal["user", "assistant"]
     content: tuple[ContentBlock, ...]
 
@@ -62,14 +60,14 @@ class Message(_Value):
 StopReason = Literal["end_turn", "max_tokens", "stop_sequence", "tool_use", "pause_turn", "refusal"]
 
 
-class Usage(_Value):
+class Usage(Frozen):
     input_tokens: int = 0
     output_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
 
 
-class ToolSpec(_Value):
+class ToolSpec(Frozen):
     """A tool as the model sees it."""
 
     name: str
@@ -77,14 +75,14 @@ class ToolSpec(_Value):
     input_schema: dict[str, Any]
 
 
-class SystemBlock(_Value):
+class SystemBlock(Frozen):
     """One block of the system prompt; ``cache`` marks a prompt-cache breakpoint after it."""
 
     text: str
     cache: bool = False
 
 
-class ModelRequest(_Value):
+class ModelRequest(Frozen):
     """One call to the model. ``agent`` names the caller (sent to the fake API as a header)."""
 
     model: str
@@ -96,7 +94,7 @@ class ModelRequest(_Value):
     temperature: float | None = None
 
 
-class ModelResponse(_Value):
+class ModelResponse(Frozen):
     id: str
     model: str
     content: tuple[ContentBlock, ...]

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
+
+from teamctl_base.models import Frozen
 
 PermissionMode = Literal["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"]
 
@@ -29,9 +31,9 @@ HookEvent = Literal[
 HOOK_EVENTS: tuple[HookEvent, ...] = HookEvent.__args__  # type: ignore[attr-defined]
 
 
-class _Strict(BaseModel):
+class _Strict(Frozen):
     model_config = ConfigDict(
-        frozen=True, extra="forbid", populate_by_name=True, use_attribute_docstrings=True
+        **Frozen.model_config, populate_by_name=True, use_attribute_docstrings=True
     )
 
 

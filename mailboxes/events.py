@@ -1,8 +1,9 @@
 """Journal events: the stored envelope and the typed payload of each event type.
 
-The envelope fields are the on-disk contract (DESIGN §4). ``data`` holds the payload as plain
-JSON; ``payload(event)`` parses it into the frozen model registered for the event's type, first
-upgrading older shapes (``v`` below the model's version) with the registered upgrade functions.
+The envelope fields are the on-disk contract (docs/ARCHITECTURE.md, "Event catalogue").
+``data`` holds the payload as plain JSON; ``payload(event)`` parses it into the frozen model
+registered for the event's type, first upgrading older shapes (``v`` below the model's version)
+with the registered upgrade functions.
 Stored history is never rewritten: upgrades happen on load only.
 
 Adding a new shape to a type: bump the model's ``VERSION`` and register one function::
@@ -17,15 +18,14 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from mailboxes.errors import InvalidEvent
+from teamctl_base.models import Frozen
 
 
-class EventDraft(BaseModel):
+class EventDraft(Frozen):
     """An event before it is stored: the store assigns ``seq`` and ``ts``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     type: str
     actor: str
@@ -34,10 +34,8 @@ class EventDraft(BaseModel):
     v: int = 1
 
 
-class Event(BaseModel):
+class Event(Frozen):
     """A stored event. ``seq`` is dense from 1; ``ts`` is seconds since the epoch."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     seq: int
     ts: float
@@ -48,10 +46,8 @@ class Event(BaseModel):
     v: int = 1
 
 
-class Payload(BaseModel):
+class Payload(Frozen):
     """Base of every event payload. ``TYPE`` is the event type, ``VERSION`` the current shape."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     TYPE: ClassVar[str]
     VERSION: ClassVar[int] = 1

@@ -1,6 +1,6 @@
-"""Member liveness by ``flock`` (DESIGN §5): ``.team/members/<agent>.lock`` is held with
-``LOCK_EX`` by whoever hosts the agent; the kernel drops it when that process dies, even on
-SIGKILL. No heartbeats.
+"""Member liveness by ``flock``: ``.team/members/<agent>.lock`` is held with ``LOCK_EX`` by
+whoever hosts the agent; the kernel drops it when that process dies, even on SIGKILL. No
+heartbeats (docs/ARCHITECTURE.md, "Locks").
 
 Every ``hold`` and every probe uses its own ``open()``, hence its own open file description, so
 locks conflict between threads of one process exactly as between processes. Lock files are never

@@ -17,12 +17,9 @@ import os
 import re
 import stat
 import threading
-import time
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from mailboxes.crashpoints import crash_point
 from mailboxes.errors import BadMessage, UnknownRecipient, WriteFailed
 from mailboxes.fsutil import Fsync, fsync_dir, write_all
 from mailboxes.messages import (
@@ -35,6 +32,8 @@ from mailboxes.messages import (
     parse_envelope,
 )
 from mailboxes.ports import Clock, IdSource
+from teamctl_base.clock import SystemClock, UuidIds
+from teamctl_base.crashpoints import crash_point
 
 __all__ = ["Maildir", "MessageDraft"]
 
@@ -46,19 +45,6 @@ _SUBDIRS = ("tmp", "cur", "bad", "new")  # ``new`` last: its presence means "kno
 Step = Callable[[str], None]
 """Fault-injection hook called after each delivery step: ``tmp_written``, ``tmp_synced``,
 ``renamed`` (per message) and ``dir_synced`` (per inbox)."""
-
-
-class _SystemClock:
-    def now(self) -> float:
-        return time.time()
-
-    def monotonic(self) -> float:
-        return time.monotonic()
-
-
-class _UuidIds:
-    def new_id(self) -> str:
-        return uuid.uuid4().hex
 
 
 def _id_of(name: str) -> str | None:
@@ -81,8 +67,8 @@ class Maildir:
         fsync: Fsync = os.fsync,
     ) -> None:
         self.root = Path(root)
-        self._clock: Clock = clock or _SystemClock()
-        self._ids: IdSource = ids or _UuidIds()
+        self._clock: Clock = clock or SystemClock()
+        self._ids: IdSource = ids or UuidIds()
         self.max_message_bytes = max_message_bytes
         self._on_step = on_step
         self._fsync = fsync

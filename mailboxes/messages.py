@@ -1,4 +1,5 @@
-"""Mailbox envelopes (DESIGN §6): the typed values stored one per file in a Maildir inbox.
+"""Mailbox envelopes: the typed values stored one per file in a Maildir inbox
+(docs/ARCHITECTURE.md, "Mailboxes").
 
 A ``MessageDraft`` is what a sender asks for; the transport turns it into an ``Envelope`` by
 setting ``id``, ``from`` and ``ts``. ``parse_envelope`` is the one parse function for a mailbox
@@ -10,10 +11,11 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from mailboxes.errors import BadMessage, MailboxesError
 from mailboxes.fsutil import BadJson, canonical_dumps, strict_loads
+from teamctl_base.models import Frozen
 
 MessageType = Literal[
     "message",
@@ -73,19 +75,17 @@ def check_agent_name(name: str) -> str:
     return name
 
 
-class MessageDraft(BaseModel):
+class MessageDraft(Frozen):
     """A message before delivery: the transport sets ``from``, ``id`` and ``ts``.
 
     ``to`` is an agent name or ``"*"`` (broadcast: one copy per known agent but the sender).
     ``body`` is plain JSON; free text goes under ``body["text"]``.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     to: str = Field(pattern=RECIPIENT_PATTERN)
     """Recipient agent name, or ``"*"`` for a broadcast."""
     type: MessageType = "message"
-    """What the message means to the receiver (DESIGN §6)."""
+    """What the message means to the receiver."""
     body: dict[str, Any] = Field(default_factory=dict)
     """Plain JSON payload; ``text`` is the conventional key for free text."""
     in_reply_to: str | None = Field(default=None, pattern=MESSAGE_ID_PATTERN)
@@ -99,13 +99,13 @@ class MessageDraft(BaseModel):
         return cls(to=to, type=type, body={"text": text}, in_reply_to=in_reply_to)
 
 
-class Envelope(BaseModel):
+class Envelope(Frozen):
     """A delivered message, exactly as stored in one Maildir file.
 
     The JSON key of ``sender`` is ``"from"``; it is set by the transport, never by message text.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(**Frozen.model_config, populate_by_name=True)
 
     id: str = Field(pattern=MESSAGE_ID_PATTERN)
     """Unique message id (uuid4 hex in production); duplicates are dropped by it."""

@@ -1,4 +1,5 @@
-"""Wake-up hints from file changes by any process (DESIGN §6), via ``watchfiles``.
+"""Wake-up hints from file changes by any process, via ``watchfiles``
+(docs/ARCHITECTURE.md, "Mailboxes").
 
 Hints are only hints: the consumer re-lists what it cares about on every call. ``on_change``
 receives the changed paths, or an empty set on the periodic rescan tick, which comes at least

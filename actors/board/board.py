@@ -1,4 +1,5 @@
-"""The task board: commands checked under the journal's lock against caught-up state (DESIGN §5).
+"""The task board: commands checked under the journal's lock against caught-up state
+(docs/ARCHITECTURE.md, "The task board").
 
 Every command goes through ``EventStore.append``: ``decide`` folds the events other threads or
 processes appended since our last look, validates the command against that state, and returns the
@@ -22,8 +23,10 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
+from actors.board.fold import fold_all
 from actors.board.projections import Projections
 from actors.board.rules import (
     ALREADY_YOURS,
@@ -35,9 +38,8 @@ from actors.board.rules import (
     refusal,
     unique,
 )
-from actors.board.state import EMPTY, Task, TeamState, fold_all, task_id
+from actors.board.state import EMPTY, Task, TeamState, task_id
 from actors.errors import CycleError, HasDependents, InvalidTransition, TeamError
-from mailboxes.crashpoints import crash_point
 from mailboxes.events import (
     Event,
     EventDraft,
@@ -52,6 +54,7 @@ from mailboxes.events import (
 )
 from mailboxes.messages import check_agent_name
 from mailboxes.ports import EventStore, Liveness
+from teamctl_base.crashpoints import crash_point
 
 __all__ = ["Board", "ClaimResult", "Completion", "Decision"]
 
@@ -59,6 +62,28 @@ TaskList = list[Task]
 Lines = list[str]
 Decision = Callable[[TeamState], Sequence[EventDraft]]
 """Given the caught-up state, the drafts to append (or raise a ``TeamError`` to refuse)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Refused:
+    """A task command's normal "no": nothing is written and the answer carries ``reason``."""
+
+    reason: str
+
+
+_Step = Payload | _Refused | None
+"""What a task command decides against caught-up state: the body of its one event, a refusal,
+or None when there is nothing to write (it is already so)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """What a task command did: the state after it, the event it appended (none when it wrote
+    nothing: a retry, a no-op or a refusal), and the refusal reason (None if not refused)."""
+
+    state: TeamState
+    events: tuple[Event, ...]
+    refused: str | None
 
 
 _ACTING_AS: ContextVar[str | None] = ContextVar("teamctl_acting_as", default=None)
@@ -174,11 +199,32 @@ class Board:
     def _draft(self, body: Payload, op_id: str | None) -> EventDraft:
         return draft(body.TYPE, _ACTING_AS.get() or self._actor, body, op_id)
 
-    def _stored(self, op_id: str | None, state: TeamState) -> Event | None:
-        """The stored event of an already applied ``op_id`` (a retried command)."""
-        if op_id is None or op_id not in state.ops:
-            return None
-        return next(iter(self._store.read_from(state.ops[op_id])))
+    def _command(self, op_id: str | None, step: Callable[[TeamState], _Step]) -> _Outcome:
+        """The one path of the task commands, through ``execute``: a known ``op_id`` (a retried
+        command) writes nothing; otherwise ``step`` decides against caught-up state and its
+        event body is appended under ``op_id``, or its refusal is kept for the answer."""
+        refused: list[str | None] = [None]
+
+        def decision(st: TeamState) -> Sequence[EventDraft]:
+            refused[0] = None  # only the last run counts (a backend may call decide again)
+            if op_id is not None and op_id in st.ops:
+                return ()
+            decided = step(st)
+            if isinstance(decided, _Refused):
+                refused[0] = decided.reason
+                return ()
+            return () if decided is None else (self._draft(decided, op_id),)
+
+        state, events = self.execute(decision)
+        return _Outcome(state, events, refused[0])
+
+    def _event(self, done: _Outcome, op_id: str | None) -> Event:
+        """The event of a command that was carried out: appended just now, or stored by the
+        first run of its ``op_id``."""
+        if done.events:
+            return done.events[0]
+        assert op_id is not None and op_id in done.state.ops, "the command wrote no event"
+        return next(iter(self._store.read_from(done.state.ops[op_id])))
 
     # --- task commands -------------------------------------------------------------------------
 
@@ -197,13 +243,11 @@ class Board:
         if not subject.strip():
             raise TeamError("a task needs a subject")
 
-        def decision(st: TeamState) -> Sequence[EventDraft]:
-            if op_id is not None and op_id in st.ops:
-                return ()
+        def step(st: TeamState) -> _Step:
             deps = unique(blocked_by)
             for dep in deps:
                 live(st, dep, "depend on")
-            body = TaskCreated(
+            return TaskCreated(
                 task_id=task_id(st.next_task),
                 subject=subject,
                 description=description,
@@ -212,12 +256,9 @@ class Board:
                 plan_required=plan_required,
                 role=role,
             )
-            return (self._draft(body, op_id),)
 
-        state, events = self.execute(decision)
-        event = events[0] if events else self._stored(op_id, state)
-        assert event is not None
-        return state.task(str(event.data["task_id"]))
+        done = self._command(op_id, step)
+        return done.state.task(str(self._event(done, op_id).data["task_id"]))
 
     def update(
         self,
@@ -232,9 +273,7 @@ class Board:
     ) -> Task:
         """Edit a task; new edges are checked for existence and cycles. No change, no event."""
 
-        def decision(st: TeamState) -> Sequence[EventDraft]:
-            if op_id is not None and op_id in st.ops:
-                return ()
+        def step(st: TeamState) -> _Step:
             task = live(st, tid, "edit")
             add = tuple(d for d in unique(add_blocked_by) if d not in task.blocked_by)
             remove = tuple(d for d in unique(remove_blocked_by) if d in task.blocked_by)
@@ -251,8 +290,8 @@ class Board:
                 or metadata
             )
             if not changed:
-                return ()
-            body = TaskUpdated(
+                return None
+            return TaskUpdated(
                 task_id=tid,
                 subject=subject,
                 description=description,
@@ -260,29 +299,26 @@ class Board:
                 remove_blocked_by=remove,
                 metadata=dict(metadata) if metadata else None,
             )
-            return (self._draft(body, op_id),)
 
-        state, _ = self.execute(decision)
-        return state.task(tid)
+        return self._command(op_id, step).state.task(tid)
 
     def delete(self, tid: str, *, force: bool = False, op_id: str | None = None) -> Task:
         """Mark deleted. Refused while unfinished tasks depend on it or it is claimed, unless
         ``force`` (which frees the owner and drops the edges). Deleting twice is a no-op."""
 
-        def decision(st: TeamState) -> Sequence[EventDraft]:
+        def step(st: TeamState) -> _Step:
             task = st.task(tid)
-            if task.status == "deleted" or (op_id is not None and op_id in st.ops):
-                return ()
+            if task.status == "deleted":
+                return None
             if not force:
                 dependents = st.live_dependents(tid)
                 if dependents:
                     raise HasDependents(tid, dependents)
                 if task.status == "in_progress":
                     raise InvalidTransition(tid, f"claimed by {task.owner}", "delete")
-            return (self._draft(TaskDeleted(task_id=tid, force=force), op_id),)
+            return TaskDeleted(task_id=tid, force=force)
 
-        state, _ = self.execute(decision)
-        return state.task(tid)
+        return self._command(op_id, step).state.task(tid)
 
     def claim(
         self, tid: str, owner: str, *, human: bool = False, op_id: str | None = None
@@ -290,25 +326,20 @@ class Board:
         """Compare-and-swap: a ready task becomes ``owner``'s (epoch + 1). ``human`` claims (from
         a terminal, ``--as NAME``) hold no lease and are never reaped."""
         check_agent_name(owner)
-        refused: list[str] = []
 
-        def decision(st: TeamState) -> Sequence[EventDraft]:
-            if op_id is not None and op_id in st.ops:
-                return ()
+        def step(st: TeamState) -> _Step:
             task = st.task(tid)
             reason = refusal(st, task, owner)
+            if reason == ALREADY_YOURS:
+                return None
             if reason:
-                refused.append(reason)
-                return ()
-            body = TaskClaimed(task_id=tid, owner=owner, epoch=task.epoch + 1, human=human)
-            return (self._draft(body, op_id),)
+                return _Refused(reason)
+            return TaskClaimed(task_id=tid, owner=owner, epoch=task.epoch + 1, human=human)
 
-        state, _ = self.execute(decision)
-        if refused:
-            if refused[-1] == ALREADY_YOURS:
-                return ClaimResult(True, state.task(tid))
-            return ClaimResult(False, state.task(tid), refused[-1])
-        return ClaimResult(True, state.task(tid))
+        done = self._command(op_id, step)
+        if done.refused is not None:
+            return ClaimResult(False, done.state.task(tid), done.refused)
+        return ClaimResult(True, done.state.task(tid))
 
     def claim_next(
         self,
@@ -322,15 +353,11 @@ class Board:
         or with ``role``, that ``accept`` (a pure filter, e.g. on tools; run under the lock)
         agrees to. At most one; refused if ``owner`` already holds a task."""
         check_agent_name(owner)
-        refused: list[str] = []
 
-        def decision(st: TeamState) -> Sequence[EventDraft]:
-            if op_id is not None and op_id in st.ops:
-                return ()
+        def step(st: TeamState) -> _Step:
             held = st.holding(owner)
             if held is not None:
-                refused.append(f"{owner} already holds {held.id}")
-                return ()
+                return _Refused(f"{owner} already holds {held.id}")
             for task in st.tasks.values():
                 if (
                     task.status == "pending"  # most tasks are not: skip them cheaply
@@ -338,17 +365,13 @@ class Board:
                     and st.is_ready(task)
                     and (accept is None or accept(task))
                 ):
-                    body = TaskClaimed(task_id=task.id, owner=owner, epoch=task.epoch + 1)
-                    return (self._draft(body, op_id),)
-            refused.append("no ready task")
-            return ()
+                    return TaskClaimed(task_id=task.id, owner=owner, epoch=task.epoch + 1)
+            return _Refused("no ready task")
 
-        state, events = self.execute(decision)
-        if refused:
-            return ClaimResult(False, None, refused[-1])
-        event = events[0] if events else self._stored(op_id, state)
-        assert event is not None
-        return ClaimResult(True, state.task(str(event.data["task_id"])))
+        done = self._command(op_id, step)
+        if done.refused is not None:
+            return ClaimResult(False, None, done.refused)
+        return ClaimResult(True, done.state.task(str(self._event(done, op_id).data["task_id"])))
 
     def release(
         self,
@@ -361,15 +384,11 @@ class Board:
     ) -> Task:
         """Give a claimed task back (pending again). Fenced by ``owner`` and ``epoch``."""
 
-        def decision(st: TeamState) -> Sequence[EventDraft]:
-            if op_id is not None and op_id in st.ops:
-                return ()
+        def step(st: TeamState) -> _Step:
             fence(st, tid, owner, epoch)
-            body = TaskReleased(task_id=tid, owner=owner, epoch=epoch, reason=reason)
-            return (self._draft(body, op_id),)
+            return TaskReleased(task_id=tid, owner=owner, epoch=epoch, reason=reason)
 
-        state, _ = self.execute(decision)
-        return state.task(tid)
+        return self._command(op_id, step).state.task(tid)
 
     def complete(
         self, tid: str, owner: str, epoch: int, summary: str = "", *, op_id: str | None = None
@@ -377,23 +396,18 @@ class Board:
         """Finish a claimed task. Fenced by ``owner`` and ``epoch``; the event carries the ids
         of the tasks that became ready."""
 
-        def decision(st: TeamState) -> Sequence[EventDraft]:
-            if op_id is not None and op_id in st.ops:
-                return ()
+        def step(st: TeamState) -> _Step:
             fence(st, tid, owner, epoch)
-            body = TaskCompleted(
+            return TaskCompleted(
                 task_id=tid,
                 owner=owner,
                 epoch=epoch,
                 summary=summary,
                 unblocked=st.newly_ready_after(tid),
             )
-            return (self._draft(body, op_id),)
 
-        state, events = self.execute(decision)
-        event = events[0] if events else self._stored(op_id, state)
-        assert event is not None
-        return Completion(state.task(tid), tuple(event.data["unblocked"]))
+        done = self._command(op_id, step)
+        return Completion(done.state.task(tid), tuple(self._event(done, op_id).data["unblocked"]))
 
     def reap_dead_owners(self) -> TaskList:
         """Release (reason ``owner_dead``) every agent claim whose owner's lease is free.

@@ -1,7 +1,19 @@
-"""The mutable working copy behind ``actors.board.state.fold_all``: one handler per event type.
+"""The pure fold over journal events: ``fold(state, event) -> state`` and ``fold_all``.
 
-A batch of events is applied to shallow copies of the state's maps and frozen once at the end;
-``Task``/``Member`` values are immutable and shared between states. Only ``fold_all`` uses this.
+Neither mutates its input. For speed a batch is applied to a private mutable copy of the maps
+(one shallow copy per batch, not per event, in ``_Builder``, one handler per event type) and
+frozen once at the end; the ``Task``/``Member`` values themselves are immutable and shared
+between states.
+
+Rules the fold encodes (the board validates commands; the fold only records what happened):
+
+- task ids are ``task_<n>``, dense from 1, so dict order is creation order is id order;
+- ``blocks`` is derived: the ids of live (not deleted) tasks listing this one in ``blocked_by``;
+- deleting a task drops it from its dependents' ``blocked_by`` (a forced delete unblocks them);
+- claiming sets owner and epoch; release and delete free the owner; completion keeps the owner
+  for the record but frees the holding; any claim or release voids a plan approval;
+- ``Task.seq`` is the last seq that changed the task's projection, ``TeamState.team_seq`` the
+  last that changed the team view, so projections are reproducible by replay.
 """
 
 from __future__ import annotations
@@ -14,13 +26,13 @@ from actors.board.state import (
     Member,
     PlanRequest,
     PlanStatus,
-    StateGap,
     Task,
     TaskPlan,
     TeamState,
     WorktreeRecord,
     task_number,
 )
+from actors.errors import TeamError
 from mailboxes.events import (
     Event,
     MemberSpawned,
@@ -61,7 +73,25 @@ def _copy(mapping: Mapping[K, V]) -> dict[K, V]:
     return dict(mapping)
 
 
-class Builder:
+class StateGap(TeamError):
+    """An event seq that skips ahead of the state: the caller lost events (a bug)."""
+
+
+def fold(state: TeamState, event: Event) -> TeamState:
+    """``state`` with ``event`` applied (events at or below ``state.seq`` are ignored)."""
+    return fold_all(state, (event,))
+
+
+def fold_all(state: TeamState, events: Iterable[Event]) -> TeamState:
+    """``state`` with ``events`` applied in order; one copy of the maps per call that has
+    anything new (``state`` itself is returned when nothing is)."""
+    pending = [e for e in events if e.seq > state.seq]
+    if not pending:
+        return state
+    return _Builder(state).apply_all(pending).freeze()
+
+
+class _Builder:
     """Mutable working copy used inside one ``fold_all`` call; never escapes it."""
 
     __slots__ = (
@@ -103,7 +133,7 @@ class Builder:
             worktrees=MappingProxyType(self.worktrees),
         )
 
-    def apply_all(self, events: Iterable[Event]) -> Builder:
+    def apply_all(self, events: Iterable[Event]) -> _Builder:
         for event in events:
             if event.seq <= self.seq:
                 continue
@@ -351,22 +381,22 @@ class Builder:
             self.worktrees[body.name] = record._replace(merged_commit=body.commit)
 
 
-_HANDLERS: dict[str, Callable[[Builder, Event, Any], None]] = {
-    "team.created": Builder.team_created,
-    "member.spawned": Builder.member_spawned,
-    "member.status_changed": Builder.member_status_changed,
-    "member.stopped": Builder.member_stopped,
-    "task.created": Builder.task_created,
-    "task.updated": Builder.task_updated,
-    "task.claimed": Builder.task_claimed,
-    "task.released": Builder.task_released,
-    "task.completed": Builder.task_completed,
-    "task.deleted": Builder.task_deleted,
-    "plan.requested": Builder.plan_requested,
-    "plan.submitted": Builder.plan_submitted,
-    "plan.reviewed": Builder.plan_reviewed,
-    "worktree.created": Builder.worktree_created,
-    "worktree.bound": Builder.worktree_bound,
-    "worktree.removed": Builder.worktree_removed,
-    "worktree.merged": Builder.worktree_merged,
+_HANDLERS: dict[str, Callable[[_Builder, Event, Any], None]] = {
+    "team.created": _Builder.team_created,
+    "member.spawned": _Builder.member_spawned,
+    "member.status_changed": _Builder.member_status_changed,
+    "member.stopped": _Builder.member_stopped,
+    "task.created": _Builder.task_created,
+    "task.updated": _Builder.task_updated,
+    "task.claimed": _Builder.task_claimed,
+    "task.released": _Builder.task_released,
+    "task.completed": _Builder.task_completed,
+    "task.deleted": _Builder.task_deleted,
+    "plan.requested": _Builder.plan_requested,
+    "plan.submitted": _Builder.plan_submitted,
+    "plan.reviewed": _Builder.plan_reviewed,
+    "worktree.created": _Builder.worktree_created,
+    "worktree.bound": _Builder.worktree_bound,
+    "worktree.removed": _Builder.worktree_removed,
+    "worktree.merged": _Builder.worktree_merged,
 }

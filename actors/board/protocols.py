@@ -1,4 +1,5 @@
-"""Journal commands of the protocols (DESIGN §9): plans, shutdown answers, permission requests.
+"""Journal commands of the protocols: plans, shutdown answers, permission requests
+(docs/ARCHITECTURE.md, "Protocols").
 
 Each command is a decision run through ``Board.execute``, so it is checked under the journal's
 lock against caught-up state, like a claim. Events record the agent that caused them.
@@ -16,7 +17,6 @@ review of a request voided by a release or re-claim is refused as a ``StaleEpoch
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -37,6 +37,7 @@ from mailboxes.events import (
     payload,
 )
 from mailboxes.ports import EventStore
+from teamctl_base.clock import new_id
 
 __all__ = [
     "PermissionAnswer",
@@ -62,12 +63,12 @@ class ProtocolError(TeamError):
 
 def new_plan_id(task_id: str, epoch: int) -> str:
     """A fresh plan request id bound to ``task_id`` at ``epoch``."""
-    return f"plan-{task_id}-e{epoch}-{uuid.uuid4().hex[:6]}"
+    return f"plan-{task_id}-e{epoch}-{new_id()[:6]}"
 
 
 def new_permission_id() -> str:
     """A fresh permission request id."""
-    return f"perm-{uuid.uuid4().hex[:8]}"
+    return f"perm-{new_id()[:8]}"
 
 
 def _plan_op(kind: str, request_id: str) -> str:

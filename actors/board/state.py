@@ -1,17 +1,13 @@
-"""Team state: frozen values and the pure fold over journal events (DESIGN §4, §5).
+"""Team state: the frozen values folded from journal events
+(docs/ARCHITECTURE.md, "The task board").
 
-``fold(state, event) -> state`` and ``fold_all(state, events) -> state`` never mutate their
-input. For speed a batch is applied to a private mutable copy of the maps (one shallow copy per
-batch, not per event) and frozen once at the end; the ``Task``/``Member`` values themselves are
-immutable and shared between states.
-
-Rules the fold encodes (the board validates commands; the fold only records what happened):
+The values the fold in ``actors.board.fold`` builds from journal events: ``TeamState`` (the
+whole team up to a seq) with its ``Task``, ``Member``, ``PlanRequest`` and ``WorktreeRecord``
+values, ``EMPTY`` (the state before the first event) and the ``task_<n>`` id helpers. Every value
+is immutable; states share the values they did not change.
 
 - task ids are ``task_<n>``, dense from 1, so dict order is creation order is id order;
 - ``blocks`` is derived: the ids of live (not deleted) tasks listing this one in ``blocked_by``;
-- deleting a task drops it from its dependents' ``blocked_by`` (a forced delete unblocks them);
-- claiming sets owner and epoch; release and delete free the owner; completion keeps the owner
-  for the record but frees the holding; any claim or release voids a plan approval;
 - ``Task.seq`` is the last seq that changed the task's projection, ``TeamState.team_seq`` the
   last that changed the team view, so projections are reproducible by replay.
 """
@@ -23,8 +19,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
-from actors.errors import TeamError, UnknownTask
-from mailboxes.events import Event
+from actors.errors import UnknownTask
 
 TaskStatus = Literal["pending", "in_progress", "completed", "deleted"]
 PlanStatus = Literal["none", "required", "requested", "submitted", "approved", "rejected"]
@@ -66,7 +61,7 @@ class TaskPlan(NamedTuple):
 
 
 class Task(NamedTuple):
-    """One task on the board (DESIGN §5)."""
+    """One task on the board."""
 
     id: str
     subject: str
@@ -226,23 +221,3 @@ class TeamState:
 
 
 EMPTY = TeamState()
-
-
-def fold(state: TeamState, event: Event) -> TeamState:
-    """``state`` with ``event`` applied (events at or below ``state.seq`` are ignored)."""
-    return fold_all(state, (event,))
-
-
-def fold_all(state: TeamState, events: Iterable[Event]) -> TeamState:
-    """``state`` with ``events`` applied in order; one copy of the maps per call that has
-    anything new (``state`` itself is returned when nothing is)."""
-    from actors.board.fold import Builder
-
-    pending = [e for e in events if e.seq > state.seq]
-    if not pending:
-        return state
-    return Builder(state).apply_all(pending).freeze()
-
-
-class StateGap(TeamError):
-    """An event seq that skips ahead of the state: the caller lost events (a bug)."""

@@ -1,8 +1,9 @@
 """The ``teamctl`` command line: a thin shell over factories.
 
-Start-up matters (DESIGN §12): this module and the command modules it registers import only
-click and light project modules at load time; anything heavy (the model SDK, MCP, pykka,
-GitPython, watchfiles, rich) is imported inside the command that needs it.
+Start-up matters (docs/ARCHITECTURE.md, "Start-up and benchmarks"): this module and the
+command modules it registers import only click and light project modules at load time; anything
+heavy (the model SDK, MCP, pykka, GitPython, watchfiles, rich) is imported inside the command
+that needs it.
 
 Errors: every domain error (``MailboxesError``, ``TeamError``, a pydantic ``ValidationError``,
 an ``OSError``) becomes one line on stderr and exit code 1; usage errors exit 2 (click);
@@ -17,13 +18,13 @@ from typing import Any
 import click
 
 from actors.cli import approvals, journal, messages, tasks, team, worktree
+from actors.cli.ask import ask_command
 from actors.cli.demo import COMMANDS as DEMO_COMMANDS
 from actors.cli.mcp import mcp_group
 from actors.cli.ops import COMMANDS as OPS_COMMANDS
 from actors.cli.run import COMMANDS as RUN_COMMANDS
 from actors.cli.scenario import COMMANDS as SCENARIO_COMMANDS
 from actors.cli.watch import COMMANDS as WATCH_COMMANDS
-from harness.headless import ask_command
 
 
 def _domain_errors() -> tuple[type[BaseException], ...]:

@@ -24,7 +24,7 @@ def _when(ts: float | None) -> str:
 @json_option
 def jobs_command(as_json: bool) -> None:
     """Background jobs: running first, then the most recent finished."""
-    from actors.jobs.proc import fold_jobs, job_views
+    from actors.jobs.table import fold_jobs, job_views
 
     with team_session() as team:
         table_ = fold_jobs({}, team.journal.read_from(1))
@@ -96,7 +96,7 @@ def cron_add(
     """Schedule PROMPT on a 5-field cron EXPRESSION (quote it: "*/15 9-17 * * mon-fri")."""
     from actors.jobs.cron import fold_crons, views
     from actors.jobs.scheduler import schedule_cron
-    from harness.clock import UuidIds
+    from teamctl_base.clock import UuidIds
 
     with team_session() as team:
         cron_id = schedule_cron(

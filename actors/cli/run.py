@@ -19,9 +19,9 @@ import json
 import signal
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from actors.scenarios.demo import LiveFeed
 
 EXIT_OK, EXIT_NOT_IDLE = 0, 1
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 _script = click.option(
     "--script",
@@ -58,6 +59,25 @@ _mode = click.option(
 _timeout = click.option(
     "--timeout", type=float, default=None, help="Headless: give up after this many seconds."
 )
+_headless = click.option("--headless", is_flag=True, help="Run until the team is idle, then exit.")
+
+
+def _runtime_options(*, whole_team: bool) -> Callable[[_F], _F]:
+    """The options of the commands that host the runtime, in help order: ``--output-format``,
+    ``--model`` and the hidden ``--script`` for all three; ``run`` and ``resume`` (``whole_team``)
+    add ``--headless`` first and ``--permission-mode`` and ``--timeout``."""
+    options = (
+        (_headless, _format, _model, _mode, _script, _timeout)
+        if whole_team
+        else (_format, _model, _script)
+    )
+
+    def apply(command: _F) -> _F:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return apply
 
 
 class _Terminated(BaseException):
@@ -256,7 +276,7 @@ def _console(rt: TeamRuntime, feed: LiveFeed | None = None) -> None:
         if line in ("/quit", "/exit"):
             return
         if line == "/status":
-            for m in rt.members():
+            for m in rt.services.members():
                 click.echo(f"{m.name}: {m.status}" + (f" on {m.task_id}" if m.task_id else ""))
         elif line == "/tasks":
             for t in rt.board.refresh().tasks.values():
@@ -264,7 +284,7 @@ def _console(rt: TeamRuntime, feed: LiveFeed | None = None) -> None:
         elif line == "/watch":
             _panel(rt, feed)
         elif line.startswith("/stop "):
-            rt.request_shutdown(line.split(None, 1)[1].strip(), by="lead")
+            rt.services.request_shutdown(line.split(None, 1)[1].strip(), by="lead")
         elif line.startswith(("/approve ", "/reject ")):
             _answer(rt, line)
         else:
@@ -290,7 +310,7 @@ def _answer(rt: TeamRuntime, line: str) -> None:
     approve = command == "/approve"
     try:
         if request_id.startswith("plan-"):
-            review_plan(rt, request_id, approve, note, reviewer="human")
+            review_plan(rt.services, request_id, approve, note, reviewer="human")
         else:
             answer = decide_permission(rt.board, request_id, approve, by="human", reason=note)
             rt.decisions.notify(answer)
@@ -302,12 +322,7 @@ def _answer(rt: TeamRuntime, line: str) -> None:
 
 @click.command("run")
 @click.argument("prompt", required=False)
-@click.option("--headless", is_flag=True, help="Run until the team is idle, then exit.")
-@_format
-@_model
-@_mode
-@_script
-@_timeout
+@_runtime_options(whole_team=True)
 def run_command(
     prompt: str | None,
     headless: bool,
@@ -332,12 +347,7 @@ def run_command(
 
 
 @click.command("resume")
-@click.option("--headless", is_flag=True, help="Run until the team is idle, then exit.")
-@_format
-@_model
-@_mode
-@_script
-@_timeout
+@_runtime_options(whole_team=True)
 def resume_command(
     headless: bool,
     output_format: str,
@@ -362,9 +372,7 @@ def resume_command(
 
 @click.command("join")
 @click.argument("name")
-@_format
-@_model
-@_script
+@_runtime_options(whole_team=False)
 def join_command(name: str, output_format: str, model: str | None, script: Path | None) -> None:
     """Host the existing teammate NAME in this process, next to a running team."""
     from actors.runtime.runtime import TeamRuntime

@@ -1,4 +1,5 @@
-"""``teamctl scenario list|run``: runnable scripted team scenarios (DESIGN §11).
+"""``teamctl scenario list|run``: runnable scripted team scenarios
+(docs/ARCHITECTURE.md, "Scenarios").
 
 ``run NAME`` copies the fixture into a fresh temporary git repository, runs the real runtime with
 the scenario's scripted model (``--via-api``: through the local fake Messages API and the real

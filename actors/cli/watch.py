@@ -2,7 +2,7 @@
 
 Redrawn when the journal or a mailbox changes, never on a timer of its own. ``--once`` prints one
 snapshot; ``--once --json`` prints it as JSON for programs. rich and watchfiles are imported
-inside the command (DESIGN §12).
+inside the command (docs/ARCHITECTURE.md, "Start-up and benchmarks").
 """
 
 from __future__ import annotations

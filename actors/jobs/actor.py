@@ -1,4 +1,5 @@
-"""The Jobs actor: background commands (DESIGN §7 Jobs) and the harness ``JobRunner`` adapter.
+"""The Jobs actor: background commands and the harness ``JobRunner`` adapter
+(docs/ARCHITECTURE.md, "Jobs and cron").
 
 Life of a job: spawn (own session and process group, stdin ``/dev/null``, output appended to
 ``.team/jobs/<job_id>.log``) → journal ``job.started`` (pid and its start time) → one waiter
@@ -38,7 +39,8 @@ from typing import Any
 import pykka
 
 from actors.jobs import proc as jobs_proc
-from actors.jobs.proc import (
+from actors.jobs.scheduler import KeyedDeliver, message_id
+from actors.jobs.table import (
     JobRecord,
     JobStatus,
     JobTable,
@@ -47,7 +49,6 @@ from actors.jobs.proc import (
     job_views,
     notification,
 )
-from actors.jobs.scheduler import KeyedDeliver, message_id
 from actors.messages import JobExited, ListJobs, StartJob, StopAllJobs, StopJobsOf
 from harness.shell.sandbox import Sandbox
 from mailboxes.errors import UnknownRecipient
@@ -266,7 +267,8 @@ class Jobs(pykka.ThreadingActor):
             log.exception("recording the end of job %s failed", outcome.job_id)
 
     def _notify(self, rec: JobRecord) -> None:
-        draft_ = notification(rec, self._dir / f"{rec.job_id}.log")
+        log_path = self._dir / f"{rec.job_id}.log"
+        draft_ = notification(rec, log_path, *jobs_proc.head_tail(log_path))
         try:
             self._deliver(SENDER, draft_, message_id("job", rec.job_id, "finished"))
         except UnknownRecipient:

@@ -1,5 +1,6 @@
 """Pure cron logic: parse and validate 5-field expressions, time zones, slots, the cron table
-folded from the journal, and the missed-slot policy (DESIGN §7 Scheduler).
+folded from the journal, and the missed-slot policy
+(docs/ARCHITECTURE.md, "Jobs and cron").
 
 Nothing here touches a clock, a thread or a file: callers pass ``now`` (seconds since the
 epoch). A *slot* is one scheduled instant of a job, named by its ISO time in the job's zone
@@ -283,7 +284,8 @@ def next_wake(table: CronTable, now: float, local: tzinfo | None = None) -> floa
 
 @dataclass(frozen=True)
 class CronView:
-    """One job as ``list`` shows it."""
+    """One job as ``list`` shows it (``teamctl crons``, the live view, the lead's
+    ``list_crons`` through ``TeamServices``)."""
 
     cron_id: str
     cron: str

@@ -1,5 +1,7 @@
-"""Background jobs outside the actor: the job table folded from the journal, its views and
-notifications, and the process plumbing (spawn, identify, wait, kill, read the log).
+"""The process plumbing of background jobs: spawn, identify, wait for, kill, and read the log.
+
+The job table folded from the journal and its views are in ``actors.jobs.table``; the actor that
+ties both together is ``actors.jobs.actor``.
 
 A job runs as ``/bin/bash -c COMMAND`` in a new session (so its own process group, pgid = pid),
 stdin ``/dev/null``, stdout and stderr appended straight to its log file by the kernel (no pump
@@ -22,15 +24,10 @@ import os
 import select
 import signal
 import subprocess
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from types import MappingProxyType
-from typing import Any, Literal, NamedTuple
 
 from harness.tools.bash import SHELL_ENV
-from mailboxes.events import Event, JobFinished, JobStarted, payload
-from mailboxes.messages import MessageDraft
 
 MARKER = "TEAMCTL_JOB_ID"
 """Environment variable naming the job a process belongs to."""
@@ -149,110 +146,3 @@ def head_tail(path: Path, head_bytes: int = 1500, tail_bytes: int = 3000) -> tup
     except FileNotFoundError:
         return "", "", 0
     return head.decode("utf-8", "replace"), tail.decode("utf-8", "replace"), size
-
-
-# --- the job table ----------------------------------------------------------------------------
-
-JobStatus = Literal["running", "exited", "killed", "timeout", "lost"]
-
-
-class JobRecord(NamedTuple):
-    """One job as folded from the journal."""
-
-    job_id: str
-    owner: str
-    command: str
-    cwd: str
-    pid: int | None
-    start_time: float | None
-    started_at: float
-    status: JobStatus = "running"
-    exit_code: int | None = None
-    finished_at: float | None = None
-
-
-JobTable = Mapping[str, JobRecord]
-
-
-def fold_jobs(table: JobTable, events: Iterable[Event]) -> JobTable:
-    """``table`` with the job events among ``events`` applied (others ignored); pure."""
-    out: dict[str, JobRecord] | None = None
-    for event in events:
-        if not event.type.startswith("job."):
-            continue
-        out = dict(table) if out is None else out
-        body = payload(event)
-        if isinstance(body, JobStarted):
-            out[body.job_id] = JobRecord(
-                body.job_id, body.owner, body.command, body.cwd, body.pid, body.start_time, event.ts
-            )
-        elif isinstance(body, JobFinished) and body.job_id in out:
-            status: Any = body.status
-            out[body.job_id] = out[body.job_id]._replace(
-                status=status, exit_code=body.exit_code, finished_at=event.ts
-            )
-    return table if out is None else MappingProxyType(out)
-
-
-@dataclass(frozen=True)
-class JobView:
-    """One job as ``teamctl jobs`` shows it."""
-
-    job_id: str
-    owner: str
-    command: str
-    cwd: str
-    pid: int | None
-    status: str
-    exit_code: int | None
-    started_at: float
-    finished_at: float | None
-    log_path: str
-
-    def as_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-def job_views(table: JobTable, jobs_dir: Path, *, limit: int = 50) -> tuple[JobView, ...]:
-    """Running jobs first, then the most recently finished, at most ``limit``."""
-    records = sorted(
-        table.values(), key=lambda r: (r.status != "running", -(r.finished_at or r.started_at))
-    )
-    return tuple(
-        JobView(
-            r.job_id,
-            r.owner,
-            r.command,
-            r.cwd,
-            r.pid,
-            r.status,
-            r.exit_code,
-            r.started_at,
-            r.finished_at,
-            str(jobs_dir / f"{r.job_id}.log"),
-        )
-        for r in records[:limit]
-    )
-
-
-def notification(record: JobRecord, log_path: Path) -> MessageDraft:
-    """The ``task_notification`` for a finished job."""
-    head, tail, size = head_tail(log_path)
-    text = (
-        f"Background job {record.job_id} {record.status} (exit code {record.exit_code}): "
-        f"{record.command}\nFull output ({size} bytes): {log_path}\n--- head ---\n{head}"
-    )
-    if tail:
-        text += f"\n--- tail ---\n{tail}"
-    body = {
-        "job_id": record.job_id,
-        "status": record.status,
-        "exit_code": record.exit_code,
-        "command": record.command,
-        "log_path": str(log_path),
-        "head": head,
-        "tail": tail,
-        "size": size,
-        "text": text,
-    }
-    return MessageDraft(to=record.owner, type="task_notification", body=body)

@@ -1,4 +1,5 @@
-"""The cron Scheduler actor (DESIGN §7) and the journal commands it shares with the CLI.
+"""The cron Scheduler actor and the journal commands it shares with the CLI
+(docs/ARCHITECTURE.md, "Jobs and cron").
 
 Firing a slot is two steps: journal ``cron.fired`` with op_id ``cron:<id>:<slot>`` (idempotent
 per job and slot, decided under the journal lock against caught-up state), THEN deliver a
@@ -44,12 +45,12 @@ from actors.jobs.cron import (
     zone,
 )
 from actors.messages import CancelCron, FireDue, ListCrons, ScheduleCron
-from mailboxes.crashpoints import crash_point
 from mailboxes.errors import UnknownRecipient
 from mailboxes.events import CronCancelled, CronFired, CronScheduled, Event, EventDraft, draft
 from mailboxes.maildir import Maildir
 from mailboxes.messages import MessageDraft, check_agent_name
 from mailboxes.ports import Clock, EventStore, IdSource
+from teamctl_base.crashpoints import crash_point
 
 log = logging.getLogger(__name__)
 

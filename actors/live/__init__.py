@@ -1,1 +1,9 @@
-"""actors.live.view."""
+"""The live view of a team (``teamctl watch``, the ``run`` console, ``teamctl demo``).
+
+- ``view``: ``Refresher`` and ``watch_live``, and the names below in one place.
+- ``snapshot``: ``Snapshot`` and ``build_snapshot``: the view's data, built by a pure function.
+- ``load``: ``LiveSource``: reads a repository incrementally, taking no lock the runtime needs.
+- ``render``: ``render(snapshot)``: one rich renderable.
+"""
+
+__all__ = ["load", "render", "snapshot", "view"]

@@ -19,9 +19,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from actors.board.state import EMPTY, TeamState, fold_all
+from actors.board.fold import fold_all
+from actors.board.state import EMPTY, TeamState
 from actors.jobs.cron import EMPTY_TABLE, CronTable, fold_crons, local_zone, views
-from actors.jobs.proc import JobTable, fold_jobs, job_views, same_process
+from actors.jobs.proc import same_process
+from actors.jobs.table import JobTable, fold_jobs, job_views
 from actors.live.snapshot import NO_PERMISSIONS, PermissionTable, Snapshot, build_snapshot
 from actors.live.snapshot import fold_permissions as _fold_permissions
 

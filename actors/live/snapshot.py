@@ -22,7 +22,7 @@ from actors.board.state import Task, TeamState
 
 if TYPE_CHECKING:
     from actors.jobs.cron import CronView
-    from actors.jobs.proc import JobView
+    from actors.jobs.table import JobView
     from mailboxes.events import Event
 
 Column = Literal["in_progress", "ready", "blocked", "completed", "deleted"]
@@ -356,7 +356,7 @@ def build_snapshot(
     """The snapshot of a team; pure.
 
     ``inboxes`` maps agent → (unread, read) as ``Maildir.counts`` gives them; ``jobs`` and
-    ``crons`` are the views of ``actors.jobs.proc.job_views`` and ``actors.jobs.cron.views``; ``alive``
+    ``crons`` are the views of ``actors.jobs.table.job_views`` and ``actors.jobs.cron.views``; ``alive``
     names the agents whose lease is held right now, ``gone_jobs`` the running jobs whose process is
     gone.
     """

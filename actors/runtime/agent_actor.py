@@ -1,4 +1,5 @@
-"""``AgentActor``: one harness ``Agent`` driven as a pykka actor, one step per message (DESIGN §7).
+"""``AgentActor``: one harness ``Agent`` driven as a pykka actor, one step per message
+(docs/ARCHITECTURE.md, "Actors and threads").
 
 A turn is a chain of ``Step`` messages the actor tells itself; between two steps its mailbox is
 processed, so a wake, user input or a stop is handled without waiting for the whole turn.
@@ -18,18 +19,16 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pykka
 
 from actors.messages import BoardChanged, Step, UserInput, Wake
-from actors.runtime.degraded import disk_full
+from actors.runtime.supervision import disk_full
 from harness.errors import HarnessError
 from harness.ports import Message, TextBlock, ToolUseBlock
 
 if TYPE_CHECKING:
-    from actors.board.board import Board
     from harness.agent import Agent
     from harness.loop import StepResult
     from mailboxes.maildir import Maildir
@@ -41,13 +40,13 @@ __all__ = ["AgentActor", "AgentHost", "format_batch", "format_envelope"]
 
 
 class AgentHost(Protocol):
-    """What an agent actor needs from the runtime that hosts it (every method thread-safe)."""
+    """What an agent actor needs from the runtime that hosts it (every method thread-safe;
+    ``name`` is the agent's, ``generation`` the incarnation of the actor calling)."""
 
     @property
-    def mailbox(self) -> Maildir: ...
-
-    @property
-    def board(self) -> Board: ...
+    def mailbox(self) -> Maildir:
+        """The team's Maildir (the agent reads and acks its own inbox)."""
+        ...
 
     def set_status(self, name: str, status: str, reason: str = "") -> None:
         """Record a member status (journaled when it changed)."""
@@ -57,37 +56,30 @@ class AgentHost(Protocol):
         """Whether the agent has a turn in progress (drives the team-idle test)."""
         ...
 
+    def input_taken(self, name: str) -> None:
+        """A ``UserInput`` the host counted as pending has been taken into a turn."""
+        ...
+
     def emit(self, event: Mapping[str, Any]) -> None:
         """An output event (stream-json, live view)."""
         ...
 
     def failed(self, name: str, error: str, generation: int) -> None:
-        """The agent's turn failed: hand it to the Supervisor."""
+        """The incarnation failed: the host hands it to its Supervisor."""
         ...
 
-    def input_taken(self, name: str) -> None:
-        """A ``UserInput`` the host counted as pending has been taken into a turn."""
+    def paused(self) -> bool:
+        """The host is degraded (disk full): start no model call until a ``Wake`` with reason
+        ``recovered``."""
         ...
 
-    def worktree(self, name: str, *, claimed: bool) -> Path | None:
-        """Lock (``claimed``) or unlock the worktree ``name``; its path, or None when this host
-        manages no worktrees."""
+    def storage_failed(self, name: str, error: str, generation: int) -> None:
+        """A write of the incarnation failed for lack of space (rolled back): not a crash; the
+        host brings the member back from its transcript once space returns."""
         ...
 
-    def send(
-        self,
-        sender: str,
-        to: str,
-        type: str,
-        body: Mapping[str, Any],
-        *,
-        in_reply_to: str | None = None,
-    ) -> list[Envelope]:
-        """Durable delivery plus an in-process wake."""
-        ...
-
-    def member_done(self, name: str, reason: str) -> None:
-        """The agent stopped on its own (shutdown accepted): stop its actor, free its lease."""
+    def hold_input(self, name: str, text: str) -> None:
+        """A user input reached a stalled incarnation: the host tells it to the next one."""
         ...
 
 
@@ -137,8 +129,7 @@ class AgentActor(pykka.ThreadingActor):
         self.last_text = ""
         self._queued: list[str] = []  # injected into the loop, not yet in the conversation
         self._attached: list[str] = []  # in the conversation, waiting for a model call to succeed
-        hooks = agent.loop.hooks
-        self._chained_on_message, hooks.on_message = hooks.on_message, self._on_message
+        agent.observe_messages(self._on_message)
         # A crash between journaling ``member.spawned`` and creating the inbox leaves a member
         # without one: whoever hosts it makes sure it exists (idempotent).
         host.mailbox.ensure_inbox(self.name)
@@ -148,7 +139,7 @@ class AgentActor(pykka.ThreadingActor):
     def on_receive(self, message: Any) -> Any:
         if self.dead:
             if self.stalled and isinstance(message, UserInput):  # kept for the next incarnation
-                getattr(self.host, "hold_input", lambda *_: None)(self.name, message.text)
+                self.host.hold_input(self.name, message.text)
             return None
         try:
             match message:
@@ -219,8 +210,6 @@ class AgentActor(pykka.ThreadingActor):
     def _on_message(self, message: Message) -> None:
         # A model answer is in the transcript: the mail it read is processed. Ack now, not
         # after its tools ran: a crash while they run must not show the model that mail again.
-        if self._chained_on_message is not None:
-            self._chained_on_message(message)
         if message.role == "assistant" and self._attached:
             self.ack(self._attached)
             self._attached = []
@@ -281,8 +270,7 @@ class AgentActor(pykka.ThreadingActor):
         return True
 
     def _step(self) -> None:
-        paused = getattr(self.host, "paused", None)
-        if paused is not None and paused():  # degraded: no new model call until it recovers
+        if self.host.paused():  # degraded: no new model call until it recovers
             self.parked = True
             return
         before = list(self._attached)
@@ -336,13 +324,9 @@ class AgentActor(pykka.ThreadingActor):
         back from its transcript, which retries the interrupted work."""
         if self.dead:
             return
-        storage_failed = getattr(self.host, "storage_failed", None)
-        if storage_failed is None:  # a host without a degraded mode
-            self.fail(reason)
-            return
         self.dead = self.stalled = True
         self.in_turn = False
-        storage_failed(self.name, reason, self.generation)
+        self.host.storage_failed(self.name, reason, self.generation)
 
     def _emit_step(self, result: StepResult) -> None:
         response = result.response

@@ -1,8 +1,13 @@
-"""The members a runtime hosts: starting, stopping, crashing and restarting them.
+"""The members a runtime hosts: their leases, agents and actors, from start to stop.
 
-``Hosting`` is the part of ``TeamRuntime`` that owns the hosted members (their leases, agents and
-actors) and answers the agent actors (``AgentHost``) and the Supervisor (``Supervised``). Every
-method is thread-safe: actors call in from their own threads.
+``MemberHosting`` starts a member's incarnation (the harness ``Agent`` built by ``MemberBuilder``,
+driven by a ``Lead`` or a ``Teammate`` actor), halts and stops it, delivers mail and wakes, and
+is the ``AgentHost``/``TeammateHost`` of every actor it starts: statuses, the busy flag, output
+events, mail, worktrees. A failure or a disk-full stall is handed to ``Supervision``
+(``actors.runtime.supervision``), which records it and brings the member back through
+``start_again`` and ``bring_back_stalled``. What is hosted, and in which state, is kept in the
+``Roster`` (``actors.runtime.roster``). Every method is thread-safe: actors call in from their
+own threads.
 """
 
 from __future__ import annotations
@@ -10,25 +15,25 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-import time
-import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pykka
 
 from actors.errors import TeamError
-from actors.messages import AgentFailed, BoardChanged, Wake
-from actors.runtime.lead import Lead, team_state_text
-from actors.runtime.members import MemberPlan, build_agent, client_for, policy_for
+from actors.messages import BoardChanged, UserInput, Wake
+from actors.runtime.lead import Lead
+from actors.runtime.members import MemberPlan
+from actors.runtime.roster import Hosted, Roster
 from actors.runtime.teammate import Teammate
 from mailboxes.events import (
     EventDraft,
+    MemberSpawned,
     MemberStatusChanged,
     MemberStopped,
+    Payload,
     draft,
 )
 
@@ -36,97 +41,76 @@ if TYPE_CHECKING:
     from actors.board.board import Board
     from actors.board.state import TeamState
     from actors.factory import Team
-    from actors.runtime.permission_requests import JournalDecisions
+    from actors.runtime.background import Background
+    from actors.runtime.members import MemberBuilder
+    from actors.runtime.process import EventSink, Timer
+    from actors.runtime.services import TaskWorktrees
+    from actors.runtime.supervision import Supervision
     from actors.settings import Settings
-    from harness.agent import Agent
-    from harness.hooks import HookRunner
-    from harness.mcp.client import McpManager
-    from harness.tools.base import Approver, JobRunner
     from mailboxes.maildir import Maildir
     from mailboxes.messages import Envelope
+
+__all__ = ["FORCED", "RUNTIME", "MemberHosting"]
 
 log = logging.getLogger(__name__)
 
 RUNTIME = "runtime"
+"""The journal actor of what the runtime records itself."""
 FORCED = frozenset({"forced", "shutdown_timeout"})
 """Stop reasons of a member stopped by the runtime: its own background jobs are killed too."""
 
 
-@dataclass
-class Hosted:
-    """One member this process hosts."""
+class MemberHosting:
+    """Starts and stops the members of one runtime; the host of their actors."""
 
-    plan: MemberPlan
-    lease: ExitStack
-    generation: int = 0
-    agent: Agent | None = None
-    ref: pykka.ActorRef[Any] | None = None
-    busy: bool = False
-    inputs: int = 0
-    """User inputs told to the actor and not yet taken (the team is not idle meanwhile)."""
-    starting: bool = True
-    stopped: bool = False
-    stalled: bool = False
-    """Its incarnation hit a full disk: brought back from its transcript when space returns."""
-    held: list[str] = field(default_factory=list)  # user inputs told to it while stalled
-    last_error: str = ""
-    last_activity: float = field(default_factory=time.time)
+    def __init__(
+        self,
+        team: Team,
+        settings: Settings,
+        *,
+        roster: Roster,
+        events: EventSink,
+        worktrees: TaskWorktrees,
+        background: Background,
+        lead: str,
+        idle_timer: Timer | None,
+    ) -> None:
+        self._team = team
+        self._settings = settings
+        self._roster = roster
+        self._events = events
+        self._worktrees = worktrees
+        self._background = background
+        self._lead = lead
+        self._idle_timer = idle_timer
+        self._builder: MemberBuilder | None = None
+        self._supervision: Supervision | None = None
+        self._stops_lock = threading.Lock()
+        self._stops: list[threading.Thread] = []  # members stopping on their own
 
+    def connect(self, builder: MemberBuilder, supervision: Supervision) -> None:
+        """The two collaborators that are built over this object (call once, before any
+        member is hosted)."""
+        self._builder, self._supervision = builder, supervision
 
-class Hosting:
-    """Hosted members and the callbacks their actors and the Supervisor use."""
+    def _supervisor(self) -> Supervision:
+        if self._supervision is None:
+            raise TeamError("member hosting is not connected to a supervision")
+        return self._supervision
 
-    team: Team
-    settings: Settings
-    model_source: Any
-    tools_factory: Callable[..., Any]
-    hook_runner: HookRunner | None
-    job_runner: JobRunner | None
-    permission_mode: str | None
-    lead_name: str
-    on_event: Callable[[Mapping[str, Any]], None] | None
-    fsync_transcripts: bool
-    supervisor: pykka.ActorRef[Any] | None
-    idle_timer: Callable[..., Any] | None
-    decisions: JournalDecisions
-    worktrees: Any
-    jobs: Any
-    lead_approver: Approver | None
-    mcp: McpManager | None
-
-    def _init_hosting(self) -> None:
-        self._lock = threading.RLock()
-        self._changed = threading.Condition(self._lock)
-        self._hosted: dict[str, Hosted] = {}
-        self._supervising: set[str] = set()
-        self._emit_lock = threading.Lock()
-        self._stopping = False
-        self._permission_waits: set[str] = set()
-        self.mcp = None
-
-    # -- AgentHost -----------------------------------------------------------------------------
+    # -- AgentHost, TeammateHost ---------------------------------------------------------------
 
     @property
     def mailbox(self) -> Maildir:
-        return self.team.mailbox
+        return self._team.mailbox
 
     @property
     def board(self) -> Board:
-        return self.team.board
-
-    def _journal(self, body: Any, actor: str = RUNTIME, op_id: str | None = None) -> None:
-        def decision(state: TeamState) -> list[EventDraft]:
-            return [draft(body.TYPE, actor, body, op_id)]
-
-        self.board.execute(decision)
+        return self._team.board
 
     def set_status(self, name: str, status: str, reason: str = "") -> None:
-        with self._lock:
-            hosted = self._hosted.get(name)
-            if hosted is None or hosted.stopped:
-                return
-            hosted.starting = False
-            hosted.last_activity = time.time()
+        if not self._roster.touch(name):
+            return
 
         def decision(state: TeamState) -> list[EventDraft]:
             member = state.members.get(name)
@@ -137,57 +121,28 @@ class Hosting:
 
         self.board.execute(decision)
         self.emit({"type": "status", "agent": name, "status": status, "reason": reason})
-        self._notify()
+        self._roster.notify()
 
     def set_busy(self, name: str, busy: bool) -> None:
-        with self._lock:
-            hosted = self._hosted.get(name)
-            if hosted is not None:
-                hosted.busy = busy and not hosted.stopped
-                hosted.last_activity = time.time()
-            self._changed.notify_all()
+        self._roster.set_busy(name, busy)
 
     def input_taken(self, name: str) -> None:
-        with self._lock:
-            hosted = self._hosted.get(name)
-            if hosted is not None and hosted.inputs > 0:
-                hosted.inputs -= 1
-            self._changed.notify_all()
-
-    def worktree(self, name: str, *, claimed: bool) -> Path | None:
-        handle = self.worktrees
-        if handle is None:
-            return None
-        try:
-            if claimed:
-                handle.lock(name, "claimed")
-            else:
-                handle.unlock(name)
-        except Exception:  # a lock is bookkeeping; the claim is what fences the task
-            log.warning("worktree %s: %s failed", name, "lock" if claimed else "unlock")
-        path: Path = handle.path(name)
-        return path
+        self._roster.input_taken(name)
 
     def emit(self, event: Mapping[str, Any]) -> None:
-        if self.on_event is None:
-            return
-        with self._emit_lock:
-            try:
-                self.on_event(event)
-            except Exception:
-                log.exception("event sink failed")
+        self._events.emit(event)
 
     def failed(self, name: str, error: str, generation: int) -> None:
-        with self._lock:
-            if self._stopping:
-                return  # winding down: an interrupted turn is not a crash
-            self._supervising.add(name)
-        if self.supervisor is None:  # no Supervisor runs: nobody will restart it
-            log.error("%s failed with no supervisor running: %s", name, error)
-            with self._lock:
-                self._supervising.discard(name)
-            return
-        self.supervisor.tell(AgentFailed(name=name, error=error, generation=generation))
+        self._supervisor().failed(name, error, generation)
+
+    def paused(self) -> bool:
+        return self._supervisor().paused()
+
+    def storage_failed(self, name: str, error: str, generation: int) -> None:
+        self._supervisor().storage_failed(name, error, generation)
+
+    def hold_input(self, name: str, text: str) -> None:
+        self._roster.hold(name, text)
 
     def send(
         self,
@@ -200,92 +155,114 @@ class Hosting:
     ) -> list[Envelope]:
         from mailboxes.messages import BROADCAST, MessageDraft
 
-        if to not in (BROADCAST, self.lead_name):
+        if to not in (BROADCAST, self._lead):
             member = self.board.state.members.get(to)
             if member is not None and member.status == "stopped" and member.kind == "agent":
                 raise TeamError(f"{to} has stopped; messages to it would never be read")
-        draft_ = MessageDraft.model_validate(
+        message = MessageDraft.model_validate(
             {"to": to, "type": type, "body": dict(body), "in_reply_to": in_reply_to}
         )
-        sent = self.mailbox.deliver(sender, draft_)
+        sent = self.mailbox.deliver(sender, message)
         for envelope in sent:
             self.wake(envelope.to)
         return sent
 
     def member_done(self, name: str, reason: str) -> None:
-        threading.Thread(
+        stop = threading.Thread(
             target=self.stop_member, args=(name, reason), name=f"stop-{name}", daemon=True
-        ).start()
+        )
+        with self._stops_lock:  # started under the lock: whoever joins it sees it started
+            self._stops = [t for t in self._stops if t.is_alive()] + [stop]
+            stop.start()
 
-    # -- waking --------------------------------------------------------------------------------
+    def worktree(self, name: str, *, claimed: bool) -> Path | None:
+        return self._worktrees.for_claim(name, claimed=claimed)
+
+    @property
+    def worktree_per_task(self) -> bool:
+        return self._worktrees.per_task
+
+    def ensure_task_worktree(self, task_id: str) -> bool:
+        return self._worktrees.ensure_for_task(task_id)
+
+    # -- telling the actors --------------------------------------------------------------------
+
+    def submit(self, text: str) -> None:
+        """User input for the lead: told to its actor (counted until taken), or kept durably
+        in its inbox while it is being restarted."""
+        ref = self._roster.input_given(self._lead)
+        if ref is None:
+            raise TeamError("the lead is not hosted by this runtime")
+        try:
+            ref.tell(UserInput(text=text))
+        except pykka.ActorDeadError:  # being restarted: keep it durably for the next incarnation
+            self.input_taken(self._lead)
+            self.send("user", self._lead, "message", {"text": text})
+
+    def tell(self, name: str, message: object) -> None:
+        """Tell ``name``'s current actor (nothing when it has none)."""
+        ref = self._roster.ref(name)
+        if ref is not None:
+            ref.tell(message)
 
     def wake(self, name: str, reason: str = "mail") -> None:
-        with self._lock:
-            hosted = self._hosted.get(name)
-            ref = hosted.ref if hosted is not None and not hosted.stopped else None
+        ref = self._roster.ref(name, live=True)
         if ref is not None:
             with contextlib.suppress(pykka.ActorDeadError):
                 ref.tell(Wake(reason=reason))
 
+    def wake_all(self, reason: str) -> None:
+        for ref in self._roster.refs():
+            with contextlib.suppress(pykka.ActorDeadError):
+                ref.tell(Wake(reason=reason))
+
     def board_changed(self) -> None:
-        for ref in self._refs(teammates_only=True):
+        """The board changed: unlock worktrees whose claim is gone, tell the teammates."""
+        self._worktrees.unlock_unclaimed()
+        for ref in self._roster.refs(teammates_only=True):
             with contextlib.suppress(pykka.ActorDeadError):
                 ref.tell(BoardChanged())
 
-    def _refs(self, *, teammates_only: bool = False) -> list[pykka.ActorRef[Any]]:
-        with self._lock:
-            return [
-                h.ref
-                for h in self._hosted.values()
-                if h.ref is not None
-                and not h.stopped
-                and (not teammates_only or h.plan.kind == "teammate")
-            ]
+    def interrupt(self, names: list[str]) -> None:
+        """Interrupt the turns of ``names`` (they then wind down in parallel)."""
+        for name in names:
+            agent = self._roster.agent(name)
+            if agent is not None:
+                agent.interrupt()
 
-    def _notify(self) -> None:
-        with self._lock:
-            self._changed.notify_all()
+    # -- starting ------------------------------------------------------------------------------
 
-    # -- starting members ----------------------------------------------------------------------
+    def resume(self, plan: MemberPlan, lease: ExitStack, state: TeamState) -> None:
+        """Host a member a starting runtime brings back (the lead is recorded on its first
+        start), from its transcript when it has one."""
+        if plan.kind == "lead" and plan.name not in state.members:
+            self.journal(MemberSpawned(name=plan.name, role="lead", model=plan.model))
+        elif plan.name in state.members and state.members[plan.name].status != "starting":
+            self.journal(MemberStatusChanged(name=plan.name, status="starting"), plan.name)
+        path = self._team.repo.team_dir / "transcripts" / f"{plan.name}.jsonl"
+        resume = path.exists() and path.stat().st_size > 0
+        self.host_member(plan, lease, resume=resume)
 
     def host_member(self, plan: MemberPlan, lease: ExitStack, *, resume: bool) -> None:
         """Build and start ``plan``'s agent actor (the lease is already held)."""
-        hosted = Hosted(plan=plan, lease=lease)
-        with self._lock:
-            self._hosted[plan.name] = hosted
+        hosted = self._roster.add(plan, lease)
         try:
             self._start_actor(hosted, resume=resume)
         except BaseException:
-            with self._lock:
-                self._hosted.pop(plan.name, None)
+            self._roster.discard(plan.name)
             raise
 
     def _start_actor(self, hosted: Hosted, *, resume: bool) -> None:
-        root, member = self.team.repo.root, hosted.plan
-        hooks = self.hook_runner
-        agent = build_agent(
-            member,
-            root=root,
-            client=client_for(self.model_source, member.name, member.model),
-            policy=policy_for(
-                self.settings,
-                hooks,
-                mode=self.permission_mode,
-                approver=self._approver(member),
-                board=self.board,
-                agent=member.name,
-            ),
-            team_tools=self.tools_factory(self, member.name, member.kind),
-            settings=self.settings,
-            hook_runner=hooks,
-            state_provider=self._state_text if member.kind == "lead" else None,
-            job_runner=self.job_runner,
-            resume=resume,
-            session_id=uuid.uuid4().hex,
-            fsync=self.fsync_transcripts,
-            mcp=self.mcp,
-        )
-        batch = self.settings.mailbox.batch_max_messages
+        if self._builder is None:
+            raise TeamError("member hosting is not connected to a member builder")
+        member = hosted.plan
+        name = member.name
+
+        def on_wait(waiting: bool) -> None:
+            self.set_status(name, "waiting_permission" if waiting else "working")
+
+        agent = self._builder.build(member, resume=resume, on_permission_wait=on_wait)
+        batch = self._settings.mailbox.batch_max_messages
         ref: pykka.ActorRef[Any]
         try:
             if member.kind == "lead":
@@ -297,10 +274,10 @@ class Hosting:
                     agent,
                     self,
                     role=member.role,
-                    lead=self.lead_name,
-                    hook_runner=hooks,
-                    idle_timeout_s=self.settings.team.idle_timeout_s,
-                    idle_timer=self.idle_timer,
+                    lead=self._lead,
+                    hook_runner=agent.hook_runner,
+                    idle_timeout_s=self._settings.team.idle_timeout_s,
+                    idle_timer=self._idle_timer,
                     generation=hosted.generation,
                     batch_max=batch,
                     resumed=resume,
@@ -308,56 +285,55 @@ class Hosting:
         except BaseException:
             agent.close()
             raise
-        with self._lock:
-            hosted.agent, hosted.ref = agent, ref
+        self._roster.incarnated(hosted, agent, ref)
         ref.tell(Wake(reason="start"))
         if member.kind == "teammate":
             ref.tell(BoardChanged())
 
-    def _approver(self, member: MemberPlan) -> Approver | None:
-        """Teammates route ``ask`` permissions (to a human or the lead, bounded wait)."""
-        if member.kind == "lead":
-            return self.lead_approver
-        from actors.runtime.permission_requests import PermissionRouter
+    # -- incarnations ending and coming back ---------------------------------------------------
 
-        name = member.name
+    def crashed(self, name: str, generation: int, error: str) -> bool:
+        """End incarnation ``generation`` of ``name`` after a failure (actor halted, ``error``
+        kept for the restart note); False when it is stale or the member stopped."""
+        hosted = self._roster.retire(name, generation)
+        if hosted is None:
+            return False
+        self._halt(hosted, 10.0)
+        self._roster.failed_with(hosted, error)
+        return True
 
-        def on_wait(waiting: bool) -> None:
-            self.set_status(name, "waiting_permission" if waiting else "working")
+    def start_again(self, name: str) -> Hosted | None:
+        """A new incarnation of ``name`` from its transcript (raises on failure); None when it
+        stopped or the runtime stops."""
+        hosted = self._roster.revive(name)
+        if hosted is not None:
+            self._start_actor(hosted, resume=True)
+        return hosted
 
-        return PermissionRouter(self, self._wait_decision, on_wait=on_wait)  # type: ignore[arg-type]
-
-    def _wait_decision(self, request_id: str, timeout_s: float) -> Any:
-        """The journal's answer, or a denial when the runtime stops meanwhile."""
-        from actors.board.protocols import PermissionAnswer
-
-        with self._lock:
-            if self._stopping:
-                return PermissionAnswer(request_id, "deny", RUNTIME, "the team is stopping")
-            self._permission_waits.add(request_id)
-        try:
-            return self.decisions.wait(request_id, timeout_s)
-        finally:
-            with self._lock:
-                self._permission_waits.discard(request_id)
-
-    def _deny_waiting_permissions(self) -> None:
-        from actors.board.protocols import PermissionAnswer
-
-        with self._lock:
-            waiting = list(self._permission_waits)
-        for rid in waiting:
-            self.decisions.notify(PermissionAnswer(rid, "deny", RUNTIME, "the team is stopping"))
-
-    def _state_text(self) -> str:
-        return team_state_text(self.board.state, lead=self.lead_name)
+    def bring_back_stalled(self) -> list[tuple[str, str, int]]:
+        """Space is back: restart every stalled member from its transcript and tell it the
+        inputs held meanwhile. Returns ``(name, error, generation)`` of those that failed."""
+        failures = []
+        for hosted in self._roster.take_stalled():
+            with contextlib.suppress(OSError):  # closing flushes what the full disk refused
+                self._halt(hosted, 10.0)
+            if not self._roster.unstall(hosted):
+                continue
+            try:
+                self._start_actor(hosted, resume=True)
+                for text in self._roster.take_held(hosted):
+                    self.tell(hosted.plan.name, UserInput(text=text))
+            except Exception as exc:  # a real failure now: the Supervisor's business
+                name = hosted.plan.name
+                log.exception("bringing %s back after the disk was full failed", name)
+                failures.append((name, f"{type(exc).__name__}: {exc}", hosted.generation))
+        return failures
 
     # -- stopping ------------------------------------------------------------------------------
 
     def _halt(self, hosted: Hosted, timeout_s: float) -> None:
         """Interrupt and stop the actor; close the agent when the actor has really stopped."""
-        ref, agent = hosted.ref, hosted.agent
-        hosted.ref = None
+        ref, agent = self._roster.take_actor(hosted)
         if agent is not None:
             agent.interrupt()
         stopped = True
@@ -377,28 +353,37 @@ class Hosting:
     def stop_member(self, name: str, reason: str, *, timeout_s: float = 10.0) -> bool:
         """Stop a hosted member: actor stopped, claim released, ``member.stopped`` journaled,
         lease freed. False when it is not hosted here (or already stopped)."""
-        with self._lock:
-            hosted = self._hosted.get(name)
-            if hosted is None or hosted.stopped:
-                return False
-            hosted.stopped = True
-            hosted.busy = False
+        hosted = self._roster.end(name)
+        if hosted is None:
+            return False
         self._halt(hosted, timeout_s)
-        if reason in FORCED and self.jobs is not None:
-            try:
-                self.jobs.stop_jobs_of(name)
-            except Exception:
-                log.exception("killing the background jobs of %s failed", name)
-        self._release_claim(name, reason)
+        if reason in FORCED:
+            self._background.kill_jobs_of(name)
+        self.release_claim(name, reason)
         hosted.lease.close()  # before the record: whoever sees "stopped" sees no holder
-        self._journal(MemberStopped(name=name, reason=reason), actor=name)
+        self.journal(MemberStopped(name=name, reason=reason), actor=name)
         self.emit({"type": "status", "agent": name, "status": "stopped", "reason": reason})
-        self._notify()
+        self._roster.notify()
         return True
 
-    def _release_claim(self, name: str, reason: str) -> None:
+    def finish_stops(self, timeout_s: float) -> None:
+        """Wait (bounded) for the members stopping on their own to be recorded as stopped
+        (the runtime stops: the journal closes next)."""
+        with self._stops_lock:
+            stops = list(self._stops)
+        for stop in stops:
+            stop.join(timeout_s)
+
+    def release_claim(self, name: str, reason: str) -> None:
+        """Release the task ``name`` holds (not a human's claim), then unlock worktrees whose
+        claim is gone."""
         state = self.board.refresh()
         held = state.holding(name)
         if held is not None and not held.human:
             with contextlib.suppress(TeamError):
                 self.board.release(held.id, name, held.epoch, reason)
+        self._worktrees.unlock_unclaimed()
+
+    def journal(self, body: Payload, actor: str = RUNTIME) -> None:
+        """Record ``body`` as done by ``actor``."""
+        self.board.execute(lambda state: [draft(body.TYPE, actor, body)])

@@ -1,4 +1,4 @@
-"""``Lead``: the agent actor that runs the team (DESIGN §7).
+"""``Lead``: the agent actor that runs the team (docs/ARCHITECTURE.md, "Actors and threads").
 
 It wakes on its inbox (teammate messages, idle notifications, plan and permission requests,
 ``cron_fired``, ``task_notification``, errors) and on user input. Its tools are the team tools;

@@ -14,31 +14,38 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from harness.agent import Agent, AgentConfig
 from harness.host_setup import install_mcp_tools, install_sandbox, open_mcp
+from harness.ports import ModelClient
+from teamctl_base.clock import new_id
 
 if TYPE_CHECKING:
     from actors.board.board import Board
+    from actors.board.state import TeamState
+    from actors.runtime.background import Background
+    from actors.runtime.permission_requests import JournalDecisions, OnWait
     from actors.services import TeamServices
     from actors.settings import Settings
     from harness.hooks import HookRunner
     from harness.mcp.client import McpManager
-    from harness.ports import ModelClient
     from harness.tools.base import Approver, JobRunner, Tool, ToolPolicy
 
 __all__ = [
     "SCRIPT_ENV",
+    "MemberBuilder",
     "MemberKind",
     "MemberPlan",
     "ModelFactory",
+    "ModelSource",
     "ToolsFactory",
     "anthropic_models",
     "build_agent",
     "default_tools",
     "missing_key_message",
     "open_team_mcp",
+    "plans_to_host",
     "scripted_models",
 ]
 
@@ -46,8 +53,10 @@ SCRIPT_ENV = "TEAMCTL_SCRIPT"
 """Environment variable naming a scripted-model file (YAML/JSON) to run the team with."""
 
 MemberKind = Literal["lead", "teammate"]
-ModelFactory = Callable[[str, str], "ModelClient"]
+ModelFactory = Callable[[str, str], ModelClient]
 """``factory(agent_name, model_name) -> ModelClient``."""
+ModelSource: TypeAlias = ModelClient | ModelFactory
+"""One client shared by every agent, or a factory called per agent."""
 ToolsFactory = Callable[["TeamServices", str, MemberKind], "Sequence[Tool[Any]]"]
 """``tools(services, agent_name, kind)``: the team tools of one agent."""
 
@@ -125,13 +134,11 @@ def default_tools(services: TeamServices, agent: str, kind: MemberKind) -> Seque
     return list(tools.teammate_tools(services, agent))
 
 
-def client_for(source: Any, agent: str, model: str) -> ModelClient:
+def client_for(source: ModelSource, agent: str, model: str) -> ModelClient:
     """The client of ``agent`` from a shared client or a factory."""
-    if hasattr(source, "complete"):
-        client: ModelClient = source
-        return client
-    made: ModelClient = source(agent, model)
-    return made
+    if isinstance(source, ModelClient):
+        return source
+    return source(agent, model)
 
 
 def policy_for(
@@ -236,3 +243,121 @@ def build_agent(
         agent.close()
         raise
     return agent
+
+
+def plan_of(state: TeamState, name: str, settings: Settings) -> MemberPlan:
+    """The plan of the teammate ``name`` as the journal records it."""
+    m = state.members[name]
+    return MemberPlan(
+        name=name,
+        kind="teammate",
+        model=m.model or settings.models.teammate,
+        role=m.role or None,
+        tools=m.tools,
+        prompt=m.prompt,
+    )
+
+
+def plans_to_host(
+    state: TeamState,
+    settings: Settings,
+    *,
+    lead: str,
+    join: str | None,
+    hosted_elsewhere: Callable[[str], bool],
+) -> list[MemberPlan]:
+    """Who a starting runtime hosts: the lead and every agent that has not stopped and that no
+    live process hosts, or (``join``) that one existing teammate."""
+    from actors.errors import TeamError, UnknownMember
+
+    if join is not None:
+        member = state.members.get(join)
+        if member is None or member.kind != "agent" or member.role == "lead":
+            raise UnknownMember(join)
+        if member.status == "stopped":
+            raise TeamError(f"{join} has stopped; the lead can spawn it again")
+        return [plan_of(state, join, settings)]
+    plans = [MemberPlan(name=lead, kind="lead", model=settings.models.lead)]
+    for m in state.members.values():
+        if m.kind != "agent" or m.name == lead or m.status == "stopped":
+            continue
+        if hosted_elsewhere(m.name):
+            continue  # hosted by another process (`teamctl join`)
+        plans.append(plan_of(state, m.name, settings))
+    return plans
+
+
+class MemberBuilder:
+    """Builds the harness ``Agent`` of a member, for its first start and for every restart:
+    its model client, its policy (a teammate's ``ask`` permissions routed by a
+    ``PermissionRouter``, the lead's to ``lead_approver``; every denial journaled), its team
+    tools over ``services``, the sandbox and the shared MCP servers."""
+
+    def __init__(
+        self,
+        *,
+        root: Path,
+        settings: Settings,
+        model: ModelSource,
+        tools: ToolsFactory,
+        services: TeamServices,
+        background: Background,
+        decisions: JournalDecisions,
+        hook_runner: HookRunner | None,
+        permission_mode: str | None,
+        lead: str,
+        lead_approver: Approver | None,
+        fsync_transcripts: bool,
+    ) -> None:
+        self._root = root
+        self._settings = settings
+        self._model = model
+        self._tools = tools
+        self._services = services
+        self._background = background
+        self._decisions = decisions
+        self._hooks = hook_runner
+        self._mode = permission_mode
+        self._lead = lead
+        self._lead_approver = lead_approver
+        self._fsync = fsync_transcripts
+
+    def build(self, plan: MemberPlan, *, resume: bool, on_permission_wait: OnWait) -> Agent:
+        """``plan``'s agent (from its transcript when ``resume``); ``on_permission_wait`` is
+        told when a teammate starts and stops waiting for a permission answer."""
+        board = self._services.board
+        return build_agent(
+            plan,
+            root=self._root,
+            client=client_for(self._model, plan.name, plan.model),
+            policy=policy_for(
+                self._settings,
+                self._hooks,
+                mode=self._mode,
+                approver=self._approver(plan, on_permission_wait),
+                board=board,
+                agent=plan.name,
+            ),
+            team_tools=self._tools(self._services, plan.name, plan.kind),
+            settings=self._settings,
+            hook_runner=self._hooks,
+            state_provider=self._state_text if plan.kind == "lead" else None,
+            job_runner=self._background.job_runner,
+            resume=resume,
+            session_id=new_id(),
+            fsync=self._fsync,
+            mcp=self._background.mcp,
+        )
+
+    def _approver(self, plan: MemberPlan, on_wait: OnWait) -> Approver | None:
+        """Teammates route ``ask`` permissions (to a human or the lead, bounded wait)."""
+        if plan.kind == "lead":
+            return self._lead_approver
+        from actors.runtime.permission_requests import PermissionRouter
+
+        return PermissionRouter(self._services, self._decisions.wait, on_wait=on_wait)
+
+    def _state_text(self) -> str:
+        from actors.runtime.lead import team_state_text
+
+        return team_state_text(self._services.board.state, lead=self._lead)

@@ -1,4 +1,5 @@
-"""Permission requests from teammates (DESIGN §9): routed, waited for, never a hang.
+"""Permission requests from teammates: routed, waited for, never a hang
+(docs/ARCHITECTURE.md, "Protocols").
 
 ``PermissionRouter`` is the harness ``Approver`` of a teammate. When a rule says ``ask`` it
 journals ``permission.requested`` and routes it by ``settings.approvals.permissions``:
@@ -73,11 +74,15 @@ class JournalDecisions:
         self._decided: dict[str, PermissionAnswer] = {}
         self._waiters: dict[str, list[threading.Event]] = {}
         self._watcher: FileWatcher | None = None
+        self._refusal: tuple[str, str] | None = None
 
     def wait(self, request_id: str, timeout_s: float) -> PermissionAnswer | None:
-        """The decision on ``request_id``, or ``None`` after ``timeout_s`` without one."""
+        """The decision on ``request_id``, or ``None`` after ``timeout_s`` without one (a denial
+        at once after ``refuse_all``)."""
         woken = threading.Event()
         with self._lock:
+            if self._refusal is not None:
+                return PermissionAnswer(request_id, "deny", *self._refusal)
             self._waiters.setdefault(request_id, []).append(woken)
             if request_id in self._decided:
                 woken.set()
@@ -101,6 +106,15 @@ class JournalDecisions:
             self._decided[answer.request_id] = answer
             for event in self._waiters.get(answer.request_id, []):
                 event.set()
+
+    def refuse_all(self, by: str, reason: str) -> None:
+        """Answer every wait, current and future, with a denial by ``by`` (the host stops: no
+        teammate may stay blocked on an answer nobody will give)."""
+        with self._lock:
+            self._refusal = (by, reason)
+            waiting = list(self._waiters)
+        for request_id in waiting:
+            self.notify(PermissionAnswer(request_id, "deny", by, reason))
 
     def scan(self) -> None:
         """Read journal events appended since the last scan and wake decided waiters."""

@@ -1,4 +1,5 @@
-"""Every denied tool call of a hosted agent is journaled (issue 8 item 7, DESIGN §8/§9).
+"""Every denied tool call of a hosted agent is journaled
+(issue 8 item 7; docs/RELIABILITY.md, "What is guaranteed").
 
 ``JournaledPolicy`` wraps the ``ToolPolicy`` the runtime builds for a member. When ``before``
 returns ``deny`` it appends, in one ``Board.execute``, ``permission.requested`` {request_id,

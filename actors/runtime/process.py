@@ -1,18 +1,42 @@
-"""Small process-level pieces of the runtime: the runtime lock, the system clock, ids, timers."""
+"""Small process-level pieces of the runtime: the runtime lock, member leases, the event sink,
+the system clock, ids and timers."""
 
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import threading
-import time
-import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
-from actors.runtime.services import RuntimeBusy
+from actors.errors import TeamError
+from mailboxes.errors import LeaseHeld
+from mailboxes.ports import Liveness
 
-__all__ = ["Clock", "Ids", "take_runtime_lock", "thread_timer"]
+__all__ = [
+    "EventSink",
+    "OnEvent",
+    "RuntimeBusy",
+    "Timer",
+    "hold_lease",
+    "take_runtime_lock",
+    "thread_timer",
+]
+
+log = logging.getLogger(__name__)
+
+Timer = Callable[[float, Callable[[], None]], Callable[[], None]]
+"""``timer(delay_s, callback)`` runs ``callback`` once after ``delay_s``; returns a cancel."""
+
+OnEvent = Callable[[Mapping[str, Any]], None]
+"""Where a runtime's output events go (stream-json, the live view)."""
+
+
+class RuntimeBusy(TeamError):
+    """Another runtime already runs this team (or the member is hosted by a live process)."""
 
 
 def take_runtime_lock(path: Path) -> Callable[[], None]:
@@ -38,24 +62,42 @@ def take_runtime_lock(path: Path) -> Callable[[], None]:
     return release
 
 
-class Clock:
-    """The system clock (wall and monotonic)."""
+def hold_lease(liveness: Liveness, name: str) -> ExitStack:
+    """``name``'s liveness lease (``.team/members/<name>.lock``), held until the stack closes;
+    ``RuntimeBusy`` when a live process holds it."""
+    lease = ExitStack()
+    try:
+        lease.enter_context(liveness.hold(name))
+    except LeaseHeld:
+        raise RuntimeBusy(f"{name} is already hosted by a live process") from None
+    return lease
 
-    def now(self) -> float:
-        return time.time()
 
-    def monotonic(self) -> float:
-        return time.monotonic()
+class EventSink:
+    """The runtime's output events, one at a time (actors emit from their own threads); a sink
+    that raises is logged, never propagated."""
 
+    def __init__(self, on_event: OnEvent | None) -> None:
+        self._on_event = on_event
+        self._lock = threading.Lock()
 
-class Ids:
-    """uuid4 hex ids."""
+    @property
+    def wanted(self) -> bool:
+        """Somebody listens (building an event may be skipped otherwise)."""
+        return self._on_event is not None
 
-    def new_id(self) -> str:
-        return uuid.uuid4().hex
+    def emit(self, event: Mapping[str, Any]) -> None:
+        if self._on_event is None:
+            return
+        with self._lock:
+            try:
+                self._on_event(event)
+            except Exception:
+                log.exception("event sink failed")
 
 
 def thread_timer(delay_s: float, callback: Callable[[], None]) -> Callable[[], None]:
+    """A ``Timer`` on a daemon ``threading.Timer``."""
     timer = threading.Timer(delay_s, callback)
     timer.daemon = True
     timer.start()

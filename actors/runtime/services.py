@@ -1,83 +1,116 @@
 """``TeamServices`` as the runtime implements it: spawning, members, shutdown requests, crons.
 
-A mixin of ``TeamRuntime`` (``actors.runtime.runtime``) over ``Hosting``: the team tools call these from
-actor threads.
+``RuntimeServices`` is what the team tools of every hosted agent call (from the agents' actor
+threads): it spawns teammates into ``MemberHosting`` (a task given at spawn is claimed for the
+teammate, in a worktree of its own when asked or with ``team.worktree_per_task``), lists the
+members with what this process knows of them, asks members to shut down (stopping them when
+they do not answer in time) and schedules cron jobs on the runtime's Scheduler.
 
-Worktree bookkeeping lives here too: with ``team.worktree_per_task`` an idle teammate asks
-``ensure_task_worktree`` before it claims a task (the worktree is created while the task is still
-pending and unowned), and the worktrees this runtime locked for a claim are unlocked as soon as
-the board shows the claim gone (completed, released, reaped as ``owner_dead``, or the member
-stopped).
+``TaskWorktrees`` is the runtime's side of worktrees. It starts the Worktrees actor
+(``actors.worktrees.actor``) when the runtime runs worktrees and reconciles them on start. A
+teammate that adopts a claimed task bound to a worktree locks it (``for_claim(name,
+claimed=True)``) and works inside it; the worktrees locked this way are unlocked as soon as the
+board shows the claim gone (completed, released, reaped as ``owner_dead``, or the member
+stopped: ``unlock_unclaimed``). With ``team.worktree_per_task`` an idle teammate asks
+``ensure_for_task`` before it claims a task: the worktree is created while the task is still
+pending and unowned.
 """
 
 from __future__ import annotations
 
 import logging
-import uuid
-from contextlib import ExitStack
+import threading
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from actors.errors import ClaimRefused, DuplicateMember, TeamError, UnknownMember
 from actors.runtime.members import MemberPlan
-from actors.runtime.supervision import Supervising
-from actors.services import CronView, MemberView, TeammateSpec
+from actors.runtime.process import hold_lease
+from actors.services import MemberView, TeammateSpec
 from mailboxes.events import MemberSpawned, ShutdownRequested
 from mailboxes.messages import check_agent_name
+from teamctl_base.clock import new_id
+
+if TYPE_CHECKING:
+    from actors.board.board import Board
+    from actors.factory import Team
+    from actors.jobs.cron import CronView
+    from actors.runtime.background import Background
+    from actors.runtime.hosting import MemberHosting
+    from actors.runtime.process import Timer
+    from actors.runtime.roster import Roster
+    from actors.settings import Settings
+    from actors.worktrees.actor import WorktreesHandle
+    from mailboxes.messages import Envelope
+
+__all__ = ["RuntimeServices", "TaskWorktrees"]
 
 log = logging.getLogger(__name__)
 
 
-class RuntimeBusy(TeamError):
-    """Another runtime already runs this team (or the member is hosted by a live process)."""
+class RuntimeServices:
+    """The ``TeamServices`` of one runtime (thread-safe)."""
 
+    def __init__(
+        self,
+        team: Team,
+        settings: Settings,
+        *,
+        members: MemberHosting,
+        roster: Roster,
+        worktrees: TaskWorktrees,
+        background: Background,
+        lead: str,
+        idle_timer: Timer | None,
+        shutdown_timeout_s: float,
+    ) -> None:
+        self._team = team
+        self._settings = settings
+        self._members = members
+        self._roster = roster
+        self._worktrees = worktrees
+        self._background = background
+        self._lead = lead
+        self._idle_timer = idle_timer
+        self._shutdown_timeout_s = shutdown_timeout_s
 
-class Services(Supervising):
-    """The ``TeamServices`` methods."""
+    @property
+    def repo_root(self) -> Path:
+        return self._team.repo.root
 
-    scheduler: Any
-    shutdown_timeout_s: float
+    @property
+    def board(self) -> Board:
+        return self._team.board
 
-    def _init_hosting(self) -> None:
-        super()._init_hosting()
-        self._locked_worktrees: set[str] = set()
+    @property
+    def settings(self) -> Settings:
+        return self._settings
 
-    def _lease(self, name: str) -> ExitStack:
-        from mailboxes.errors import LeaseHeld
+    @property
+    def worktrees(self) -> WorktreesHandle | None:
+        return self._worktrees.handle
 
-        lease = ExitStack()
-        try:
-            lease.enter_context(self.team.liveness.hold(name))
-        except LeaseHeld:
-            raise RuntimeBusy(f"{name} is already hosted by a live process") from None
-        return lease
-
-    # -- TeamServices --------------------------------------------------------------------------
+    # -- members -------------------------------------------------------------------------------
 
     def spawn_teammate(self, spec: TeammateSpec, *, by: str) -> MemberView:
         name = check_agent_name(spec.name)
         state = self.board.refresh()
         existing = state.members.get(name)
-        if name == self.lead_name or (existing is not None and existing.status != "stopped"):
+        if name == self._lead or (existing is not None and existing.status != "stopped"):
             raise DuplicateMember(name)
         alive = [m for m in state.members.values() if m.kind == "agent" and m.status != "stopped"]
-        if len(alive) - 1 >= self.settings.team.max_teammates:
-            raise TeamError(f"the team already has {self.settings.team.max_teammates} teammates")
-        lease = self._lease(name)
+        limit = self._settings.team.max_teammates
+        if len(alive) - 1 >= limit:
+            raise TeamError(f"the team already has {limit} teammates")
+        lease = hold_lease(self._team.liveness, name)
         try:
-            tid = spec.task_id
-            if (
-                (spec.worktree or self.settings.team.worktree_per_task)
-                and tid is not None
-                and self.worktrees is not None
-                and self.board.state.task(tid).worktree is None
-            ):
-                self.worktrees.create_for_task(tid)
             if spec.task_id is not None:
+                self._worktrees.create_for(spec.task_id, asked=spec.worktree)
                 result = self.board.claim(spec.task_id, name)
                 if not result.ok:
                     raise ClaimRefused(spec.task_id, result.reason or "refused")
-            model = spec.model or self.settings.models.teammate
+            model = spec.model or self._settings.models.teammate
             body = MemberSpawned(
                 name=name,
                 role=spec.role,
@@ -86,13 +119,13 @@ class Services(Supervising):
                 plan_required=spec.plan_required,
                 tools=spec.tools,
             )
-            self._journal(body, actor=by)
-            self.mailbox.ensure_inbox(name)
+            self._members.journal(body, actor=by)
+            self._team.mailbox.ensure_inbox(name)
             plan = MemberPlan(name, "teammate", model, spec.role, spec.tools, spec.prompt)
-            self.host_member(plan, lease, resume=False)
+            self._members.host_member(plan, lease, resume=False)
         except BaseException:
             if spec.task_id is not None:
-                self._release_claim(name, "spawn_failed")
+                self._members.release_claim(name, "spawn_failed")
             lease.close()
             raise
         return self._view(name)
@@ -105,18 +138,7 @@ class Services(Supervising):
         state = self.board.state
         m = state.members[name]
         held = state.holding(name)
-        with self._lock:
-            hosted = self._hosted.get(name)
-            here = hosted is not None and not hosted.stopped
-            agent = hosted.agent if here and hosted is not None else None
-            last = hosted.last_activity if hosted is not None else None
-        tokens = 0
-        cwd = None
-        if agent is not None:
-            u = agent.loop.state.usage
-            tokens = u.input_tokens + u.output_tokens + u.cache_read_input_tokens
-            tokens += u.cache_creation_input_tokens
-            cwd = str(agent.tool_context.cwd)
+        presence = self._roster.presence(name)
         return MemberView(
             name=name,
             kind=m.kind,
@@ -124,140 +146,180 @@ class Services(Supervising):
             status=m.status,
             task_id=held.id if held is not None else None,
             worktree=held.worktree if held is not None else None,
-            cwd=cwd,
+            cwd=presence.cwd,
             model=m.model,
-            last_activity=last,
-            tokens_used=tokens,
-            hosted_here=here,
+            last_activity=presence.last_activity,
+            tokens_used=presence.tokens,
+            hosted_here=presence.here,
         )
 
-    # -- worktrees -----------------------------------------------------------------------------
+    def send(
+        self,
+        sender: str,
+        to: str,
+        type: str,
+        body: Mapping[str, Any],
+        *,
+        in_reply_to: str | None = None,
+    ) -> list[Envelope]:
+        return self._members.send(sender, to, type, body, in_reply_to=in_reply_to)
+
+    def request_shutdown(self, name: str, *, by: str) -> str:
+        state = self.board.refresh()
+        member = state.members.get(name)
+        if member is None or member.kind != "agent" or name == self._lead:
+            raise UnknownMember(name)
+        if member.status == "stopped":
+            raise TeamError(f"{name} has already stopped")
+        request_id = new_id()
+        self._members.journal(ShutdownRequested(name=name, request_id=request_id), actor=by)
+        text = f"{by} asks you to shut down: finish your step, release or complete your task."
+        self.send(by, name, "shutdown_request", {"text": text, "request_id": request_id})
+        if self._idle_timer is not None:
+            self._idle_timer(self._shutdown_timeout_s, lambda: self._shutdown_overdue(name))
+        return request_id
+
+    def _shutdown_overdue(self, name: str) -> None:
+        if self._roster.stopping or self._roster.gone(name):
+            return
+        log.warning("%s did not answer its shutdown request in time: stopping it", name)
+        self._members.stop_member(name, "shutdown_timeout", timeout_s=1.0)
+
+    # -- crons ---------------------------------------------------------------------------------
+
+    def schedule_cron(
+        self, cron: str, prompt: str, *, recurring: bool, tz: str | None, owner: str
+    ) -> CronView:
+        scheduler = self._background.scheduler
+        if scheduler is None:
+            raise TeamError("no scheduler runs in this process")
+        cron_id = scheduler.schedule(cron, prompt, recurring=recurring, tz=tz, owner=owner)
+        for view in scheduler.list():
+            if view.cron_id == cron_id:
+                return view
+        raise TeamError(f"cron {cron_id} vanished")
+
+    def list_crons(self) -> list[CronView]:
+        scheduler = self._background.scheduler
+        return [] if scheduler is None else list(scheduler.list())
+
+    def cancel_cron(self, cron_id: str, *, by: str) -> None:
+        scheduler = self._background.scheduler
+        if scheduler is None:
+            raise TeamError("no scheduler runs in this process")
+        scheduler.cancel(cron_id)
+
+
+class TaskWorktrees:
+    """The Worktrees actor of one runtime (none until ``start``, or when it failed to start)
+    and the worktree locks this runtime holds for claims."""
+
+    def __init__(self, root: Path, board: Board, settings: Settings) -> None:
+        self._root = root
+        self._board = board
+        self._settings = settings
+        self._handle: WorktreesHandle | None = None
+        self._lock = threading.Lock()
+        self._locked: set[str] = set()
+        self._unlocking = threading.Lock()
 
     @property
-    def worktree_per_task(self) -> bool:
-        """``team.worktree_per_task`` is on and this runtime runs the Worktrees actor."""
-        return self.worktrees is not None and self.settings.team.worktree_per_task
+    def handle(self) -> WorktreesHandle | None:
+        """The running Worktrees actor, or None (this runtime manages no worktrees)."""
+        return self._handle
 
-    def ensure_task_worktree(self, task_id: str) -> bool:
+    @property
+    def per_task(self) -> bool:
+        """``team.worktree_per_task`` is on and the Worktrees actor runs."""
+        return self._handle is not None and self._settings.team.worktree_per_task
+
+    def start(self) -> None:
+        """Start the Worktrees actor and report drift; a failure is logged (tasks bound to
+        worktrees then run in the checkout)."""
+        from actors.worktrees.actor import WorktreesHandle
+
+        try:
+            self._handle = WorktreesHandle.start(self._root, self._board)
+            for drift in self._handle.reconcile().drifts:
+                log.warning("worktree drift: %s", drift)
+        except Exception:
+            log.exception("worktrees unavailable: tasks bound to worktrees run in the checkout")
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.stop()
+
+    def create_for(self, task_id: str, *, asked: bool) -> None:
+        """A teammate spawned for ``task_id``: bind it a worktree first when one is ``asked``
+        for (or every task gets one) and it has none yet."""
+        handle = self._handle
+        wanted = asked or self._settings.team.worktree_per_task
+        if wanted and handle is not None and self._board.state.task(task_id).worktree is None:
+            handle.create_for_task(task_id)
+
+    def ensure_for_task(self, task_id: str) -> bool:
         """Bind a worktree named after ``task_id`` (pending, unowned) before it is claimed. True
         when the task has a worktree now; False when none could be made (logged)."""
-        handle = self.worktrees
+        handle = self._handle
         if handle is None:
             return False
-        task = self.board.refresh().tasks.get(task_id)
+        task = self._board.refresh().tasks.get(task_id)
         if task is None or task.worktree is not None:
             return task is not None
         try:
             handle.create_for_task(task_id)
         except TeamError as exc:
-            task = self.board.refresh().tasks.get(task_id)
+            task = self._board.refresh().tasks.get(task_id)
             if task is not None and task.worktree is not None:
                 return True  # another teammate's create won the race
             log.warning("no worktree for %s: %s", task_id, exc)
             return False
         return True
 
-    def worktree(self, name: str, *, claimed: bool) -> Path | None:
-        path = super().worktree(name, claimed=claimed)
-        with self._lock:
-            if claimed and self.worktrees is not None:
-                self._locked_worktrees.add(name)
+    def for_claim(self, name: str, *, claimed: bool) -> Path | None:
+        """Lock (``claimed``) or unlock the worktree ``name``; its path, or None when this
+        runtime manages no worktrees."""
+        handle = self._handle
+        if handle is None:
+            with self._lock:
+                self._locked.discard(name)
+            return None
+        try:
+            if claimed:
+                handle.lock(name, "claimed")
             else:
-                self._locked_worktrees.discard(name)
+                handle.unlock(name)
+        except Exception:  # a lock is bookkeeping; the claim is what fences the task
+            log.warning("worktree %s: %s failed", name, "lock" if claimed else "unlock")
+        path = handle.path(name)
+        with self._lock:
+            if claimed:
+                self._locked.add(name)
+            else:
+                self._locked.discard(name)
         return path
 
-    def board_changed(self) -> None:
-        self._unlock_unclaimed()
-        super().board_changed()
-
-    def _release_claim(self, name: str, reason: str) -> None:
-        super()._release_claim(name, reason)
-        self._unlock_unclaimed()
+    def unlock_unclaimed(self) -> None:
+        """Unlock the worktrees this runtime locked whose task is no longer claimed; returns
+        once they are unlocked, also when another thread's pass unlocks them."""
+        with self._unlocking:  # one pass at a time: none returns while another still unlocks
+            self._unlock_unclaimed()
 
     def _unlock_unclaimed(self) -> None:
-        """Unlock the worktrees this runtime locked whose task is no longer claimed."""
-        handle = self.worktrees
+        handle = self._handle
         with self._lock:
-            names = list(self._locked_worktrees)
+            names = list(self._locked)
         if handle is None or not names:
             return
-        state = self.board.state
+        state = self._board.state
         for name in names:
             record = state.worktrees.get(name)
             task = state.tasks.get(record.task_id) if record and record.task_id else None
             if task is not None and task.status == "in_progress":
                 continue
             with self._lock:
-                self._locked_worktrees.discard(name)
+                self._locked.discard(name)
             try:
                 handle.unlock(name)
             except Exception as exc:  # bookkeeping only (reconcile unlocks it at the next start)
                 log.warning("worktree %s: unlock failed: %s", name, exc)
-
-    def request_shutdown(self, name: str, *, by: str) -> str:
-        state = self.board.refresh()
-        member = state.members.get(name)
-        if member is None or member.kind != "agent" or name == self.lead_name:
-            raise UnknownMember(name)
-        if member.status == "stopped":
-            raise TeamError(f"{name} has already stopped")
-        request_id = uuid.uuid4().hex
-        self._journal(ShutdownRequested(name=name, request_id=request_id), actor=by)
-        text = f"{by} asks you to shut down: finish your step, release or complete your task."
-        self.send(by, name, "shutdown_request", {"text": text, "request_id": request_id})
-        if self.idle_timer is not None:
-            self.idle_timer(self.shutdown_timeout_s, lambda: self._shutdown_overdue(name))
-        return request_id
-
-    def _shutdown_overdue(self, name: str) -> None:
-        if self._stopping:
-            return
-        with self._lock:
-            hosted = self._hosted.get(name)
-            if hosted is None or hosted.stopped:
-                return
-        log.warning("%s did not answer its shutdown request in time: stopping it", name)
-        self.stop_member(name, "shutdown_timeout", timeout_s=1.0)
-
-    def force_stop(self, name: str) -> bool:
-        """``teamctl stop --force``: stop a hosted member now (False if not hosted here)."""
-        return self.stop_member(name, "forced", timeout_s=1.0)
-
-    def schedule_cron(
-        self, cron: str, prompt: str, *, recurring: bool, tz: str | None, owner: str
-    ) -> CronView:
-        if self.scheduler is None:
-            raise TeamError("no scheduler runs in this process")
-        cron_id = self.scheduler.schedule(cron, prompt, recurring=recurring, tz=tz, owner=owner)
-        for view in self.list_crons():
-            if view.cron_id == cron_id:
-                return view
-        raise TeamError(f"cron {cron_id} vanished")
-
-    def list_crons(self) -> list[CronView]:
-        if self.scheduler is None:
-            return []
-        out = []
-        for v in self.scheduler.list():
-            data = v.as_json()
-            out.append(
-                CronView(
-                    cron_id=data["cron_id"],
-                    cron=data["cron"],
-                    prompt=data["prompt"],
-                    recurring=bool(data["recurring"]),
-                    tz=data.get("tz"),
-                    next_fire=data.get("next_fire"),
-                    owner=data.get("owner", "lead"),
-                    extra={k: v for k, v in data.items() if k not in _CRON_KEYS},
-                )
-            )
-        return out
-
-    def cancel_cron(self, cron_id: str, *, by: str) -> None:
-        if self.scheduler is None:
-            raise TeamError("no scheduler runs in this process")
-        self.scheduler.cancel(cron_id)
-
-
-_CRON_KEYS = frozenset({"cron_id", "cron", "prompt", "recurring", "tz", "next_fire", "owner"})

@@ -1,4 +1,4 @@
-"""``teamctl stop NAME [--force]`` from any process (DESIGN §9 shutdown).
+"""``teamctl stop NAME [--force]`` from any process (docs/ARCHITECTURE.md, "Protocols").
 
 Without ``--force`` the teammate is asked: ``shutdown.requested`` is journaled and a
 ``shutdown_request`` delivered; the teammate finishes its step, releases or completes its task,
@@ -9,12 +9,12 @@ live process hosts is recorded as stopped here and its claim released.
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING
 
 from actors.errors import TeamError, UnknownMember
 from mailboxes.events import EventDraft, MemberStopped, ShutdownRequested, draft
 from mailboxes.messages import MessageDraft
+from teamctl_base.clock import new_id
 
 if TYPE_CHECKING:
     from actors.board.state import TeamState
@@ -33,7 +33,7 @@ def request_stop(team: Team, name: str, *, force: bool = False, lead: str = "lea
         raise UnknownMember(name)
     if member.status == "stopped":
         raise TeamError(f"{name} has already stopped")
-    request_id = (FORCE_PREFIX if force else "") + uuid.uuid4().hex
+    request_id = (FORCE_PREFIX if force else "") + new_id()
     body = ShutdownRequested(name=name, request_id=request_id)
     if force and not team.liveness.is_alive(name):
         _record_stopped(team, name)

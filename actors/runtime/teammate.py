@@ -1,4 +1,5 @@
-"""``Teammate``: an agent actor that works one task at a time (DESIGN §7).
+"""``Teammate``: an agent actor that works one task at a time
+(docs/ARCHITECTURE.md, "Actors and threads").
 
 States (each change journaled as ``member.status_changed``): ``starting → working → idle →
 (working …) → stopping → stopped``, plus ``waiting_plan_approval``, ``waiting_permission`` and
@@ -24,9 +25,9 @@ an unfinished task, journals ``shutdown.acknowledged``, answers ``shutdown_respo
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from actors.board.board import acting_as
 from actors.errors import TeamError
@@ -36,7 +37,9 @@ from actors.runtime.agent_actor import AgentActor, AgentHost
 from mailboxes.errors import MailboxesError
 
 if TYPE_CHECKING:
+    from actors.board.board import Board
     from actors.board.state import Task
+    from actors.runtime.process import Timer
     from harness.agent import Agent
     from harness.hooks import HookRunner
     from harness.loop import StepResult
@@ -44,7 +47,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Teammate", "task_brief"]
+__all__ = ["Teammate", "TeammateHost", "task_brief"]
 
 MAX_IDLE_HOOK_ROUNDS = 3
 """A TeammateIdle hook may send the teammate back to work this many times in a row."""
@@ -52,8 +55,48 @@ MAX_IDLE_HOOK_ROUNDS = 3
 MAX_CLAIM_ATTEMPTS = 8
 """With ``worktree_per_task``: candidates tried in one go before waiting for the next change."""
 
-IdleClock = Callable[[float, Callable[[], None]], Callable[[], None]]
-"""``arm(seconds, callback) -> cancel``: the idle-timeout timer (injected for tests)."""
+
+class TeammateHost(AgentHost, Protocol):
+    """What a teammate needs from its host on top of ``AgentHost``: the board it claims from,
+    mail to the lead, worktrees, and stopping when it is done."""
+
+    @property
+    def board(self) -> Board:
+        """The task board (journal-backed, shared by every actor of the process)."""
+        ...
+
+    def send(
+        self,
+        sender: str,
+        to: str,
+        type: str,
+        body: Mapping[str, Any],
+        *,
+        in_reply_to: str | None = None,
+    ) -> list[Envelope]:
+        """Durable delivery plus an in-process wake of the recipient."""
+        ...
+
+    def member_done(self, name: str, reason: str) -> None:
+        """The teammate stopped on its own (shutdown accepted, idle timeout): stop its actor,
+        release its claim, free its lease."""
+        ...
+
+    def worktree(self, name: str, *, claimed: bool) -> Path | None:
+        """Lock (``claimed``) or unlock the worktree ``name``; its path, or None when this host
+        manages no worktrees."""
+        ...
+
+    @property
+    def worktree_per_task(self) -> bool:
+        """Every task gets its own worktree, made before it is claimed
+        (``ensure_task_worktree``)."""
+        ...
+
+    def ensure_task_worktree(self, task_id: str) -> bool:
+        """Bind a worktree to the pending, unowned task ``task_id``; True when it has one now,
+        False when none could be made (the task is then worked in the checkout)."""
+        ...
 
 
 def claim_tag(task: Task) -> str:
@@ -86,16 +129,18 @@ def task_brief(task: Task, tasks: dict[str, Task] | Any, cwd: Path) -> str:
 class Teammate(AgentActor):
     """A teammate actor; ``role`` filters the tasks it claims."""
 
+    host: TeammateHost
+
     def __init__(
         self,
         agent: Agent,
-        host: AgentHost,
+        host: TeammateHost,
         *,
         role: str | None = None,
         lead: str = "lead",
         hook_runner: HookRunner | None = None,
         idle_timeout_s: float | None = None,
-        idle_timer: IdleClock | None = None,
+        idle_timer: Timer | None = None,
         generation: int = 0,
         batch_max: int = 50,
         resumed: bool = False,
@@ -113,7 +158,7 @@ class Teammate(AgentActor):
         self._cancel_idle: Callable[[], None] | None = None
         self._stopping = False
         self.worktree_name: str | None = None
-        self._policy = agent.executor.policy
+        self._policy = agent.policy  # outside a worktree; confined to one while in it
         self._sync_mode(None)  # no task yet: read and message only
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -160,20 +205,14 @@ class Teammate(AgentActor):
                 from actors.runtime.policy_journal import confine_journaled
 
                 self.worktree_name = task.worktree
-                self.agent.executor.policy = confine_journaled(self._policy, path, self.agent.root)
-                self._place(path, path)
+                confined = confine_journaled(self._policy, path, self.agent.root)
+                self.agent.relocate(path, path, confined)
         self._sync_mode(task)
-
-    def _place(self, root: Path, cwd: Path) -> None:
-        self.agent.cwd = cwd
-        self.agent.tool_context.root = root
-        self.agent.tool_context.cwd = cwd
 
     def _leave_worktree(self) -> None:
         name, self.worktree_name = self.worktree_name, None
         if name is not None:
-            self.agent.executor.policy = self._policy
-            self._place(self.agent.root, self.agent.root)
+            self.agent.relocate(self.agent.root, self.agent.root, self._policy)
             self.host.worktree(name, claimed=False)
 
     def _drop_task(self) -> None:
@@ -182,7 +221,7 @@ class Teammate(AgentActor):
         self._sync_mode(None)
 
     def _sync_mode(self, task: Task | None) -> None:
-        self.agent.tool_context.read_only = task is None or not task.plan.approved
+        self.agent.set_read_only(task is None or not task.plan.approved)
 
     def _held(self) -> Task | None:
         return self.host.board.state.holding(self.name)
@@ -212,15 +251,15 @@ class Teammate(AgentActor):
 
     def _claim_next(self) -> Task | None:
         board = self.host.board
-        ensure = getattr(self.host, "ensure_task_worktree", None)
-        if ensure is None or not getattr(self.host, "worktree_per_task", False):
+        if not self.host.worktree_per_task:
             result = board.claim_next(self.name, role=self.role)
             return result.task if result.ok else None
         for _ in range(MAX_CLAIM_ATTEMPTS):  # each round, a faster teammate may take the task
             ready = board.refresh().ready(self.role, any_role=False)
             if not ready:
                 return None
-            ensure(ready[0].id)  # if none could be made, the task is still worked (in the root)
+            # If none could be made, the task is still worked (in the root).
+            self.host.ensure_task_worktree(ready[0].id)
             result = board.claim(ready[0].id, self.name)
             if result.ok:
                 return result.task
@@ -322,7 +361,7 @@ class Teammate(AgentActor):
                 board.release(held.id, self.name, held.epoch, "shutdown")
         request_id = str(request.body.get("request_id") or request.id)
         try:
-            answer_shutdown(self.host, self.name, request_id, requested_by=request.sender)  # type: ignore[arg-type]
+            answer_shutdown(self.host, self.name, request_id, requested_by=request.sender)
         except MailboxesError:  # the asker has no inbox (e.g. `teamctl stop`): nobody to answer
             log.info("%s: no inbox to answer the shutdown request of %s", self.name, request.sender)
         self.ack([request.id])

@@ -1,4 +1,5 @@
-"""Checking a finished scenario run: every expectation becomes one ``Check`` (DESIGN §11, §13).
+"""Checking a finished scenario run: every expectation becomes one ``Check``
+(docs/ARCHITECTURE.md, "Scenarios"; docs/RELIABILITY.md, "How the evidence is produced").
 
 Everything is read after the runtime stopped: the journal (events, order, claims), the task board
 folded from it, the mailboxes (``new`` and ``cur``), the agents' transcripts, the files of the
@@ -11,6 +12,9 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from actors.scenarios.facts import Facts, gather
 from actors.scenarios.invariants import INVARIANTS
@@ -24,9 +28,35 @@ from actors.scenarios.model import (
     Scenario,
     TaskExpect,
 )
-from actors.scenarios.run import Check, RunOutcome, git
 
-__all__ = ["check_all"]
+__all__ = ["Check", "RunOutcome", "check_all"]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One checked expectation."""
+
+    name: str
+    ok: bool
+    detail: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "ok": self.ok, "detail": self.detail}
+
+
+@dataclass
+class RunOutcome:
+    """What the run produced, for the checker."""
+
+    root: Path
+    idle: bool
+    seconds: float
+    events: list[dict[str, Any]] = field(default_factory=list)
+    """Runtime events (``on_event``), in emission order."""
+    unconsumed: dict[str, list[str]] = field(default_factory=dict)
+    """Scripted steps never played, per agent."""
+    script_errors: list[str] = field(default_factory=list)
+    """Script mismatches reported by the fake Messages API."""
 
 
 def _describe(match: EventMatch) -> str:
@@ -57,19 +87,9 @@ def _task(facts: Facts, want: TaskExpect) -> Check:
     return Check(name, not wrong, "; ".join(wrong) or shown)
 
 
-def _read(facts: Facts, want: FileExpect) -> str | None:
-    if want.branch is None:
-        path = facts.root / want.path
-        return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
-    try:
-        return git(facts.root, "show", f"{want.branch}:{want.path}").stdout
-    except subprocess.CalledProcessError:
-        return None
-
-
 def _file(facts: Facts, want: FileExpect) -> Check:
     name = f"file {want.path}" + (f" on {want.branch}" if want.branch else "")
-    text = _read(facts, want)
+    text = facts.read_file(want.path, want.branch)
     if want.absent:
         return Check(name + " absent", text is None, "exists" if text is not None else "")
     if text is None:

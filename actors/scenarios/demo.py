@@ -31,7 +31,7 @@ from actors.live.load import LiveSource
 
 if TYPE_CHECKING:
     from actors.live.snapshot import Snapshot
-    from actors.scenarios.run import Check
+    from actors.scenarios.check import Check
 
 __all__ = ["DEMO_SCENARIO", "DemoReport", "LiveFeed", "run_demo"]
 
@@ -229,7 +229,7 @@ def run_demo(
     def before_stop(rt: Any) -> None:
         if feed is not None:
             feed.close()
-        for view in rt.members():
+        for view in rt.services.members():
             seen.tokens[view.name] = view.tokens_used
             seen.roles[view.name] = view.role
         seen.state = rt.board.refresh()

@@ -1,10 +1,11 @@
 """What a finished scenario run left behind, gathered once for the checks: the journal, the board
 folded from it, every delivered message (``new`` and ``cur``), the agents' transcripts, and the
-DESIGN §13 "nothing lost" findings."""
+"nothing lost" findings (docs/RELIABILITY.md, "How the evidence is produced")."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,21 @@ class Facts:
         found = [t.id for t in self.state.tasks.values() if t.subject == name]
         return found[0] if len(found) == 1 else None
 
+    def read_file(self, path: str, branch: str | None = None) -> str | None:
+        """The text of ``path`` in the working tree, or on ``branch`` (None: there is no such
+        file)."""
+        if branch is None:
+            file = self.root / path
+            return file.read_text(encoding="utf-8", errors="replace") if file.is_file() else None
+        shown = subprocess.run(
+            ["git", "show", f"{branch}:{path}"],
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        return shown.stdout if shown.returncode == 0 else None
+
     def select(self, match: EventMatch) -> list[Event] | str:
         """Events matching ``match``, or a reason it cannot be resolved."""
         tid = None
@@ -62,16 +78,6 @@ class Facts:
         ]
 
 
-def _describe(match: EventMatch) -> str:
-    parts = [match.type]
-    if match.task:
-        parts.append(f"task={match.task}")
-    if match.actor:
-        parts.append(f"actor={match.actor}")
-    parts += [f"{k}={v}" for k, v in match.data.items()]
-    return " ".join(parts)
-
-
 def _read_inboxes(root: Path, agents: Sequence[str], mailbox: Any) -> list[Envelope]:
     from mailboxes.messages import parse_envelope
 
@@ -86,7 +92,7 @@ def _read_inboxes(root: Path, agents: Sequence[str], mailbox: Any) -> list[Envel
 
 
 def _lost(root: Path, team: Any, messages: Sequence[Envelope]) -> list[str]:
-    """DESIGN §13 after the run: journal sound, no projection drift, each message id in one
+    """Nothing lost after the run: journal sound, no projection drift, each message id in one
     place, at most one live task per owner, no process left in the repository."""
     from mailboxes.journal.frame import check_journal
 

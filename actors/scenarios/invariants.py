@@ -92,7 +92,7 @@ def no_write_before_plan_approval(facts: Facts) -> list[str]:
 
 
 def nothing_lost(facts: Facts) -> list[str]:
-    """DESIGN §13 (see ``_lost``)."""
+    """The nothing-lost oracle after the run (see ``actors.scenarios.facts``)."""
     return facts.lost
 
 

@@ -1,4 +1,5 @@
-"""The scenario file: ``scenarios/<name>/scenario.yaml`` parsed once, strictly (DESIGN §11).
+"""The scenario file: ``scenarios/<name>/scenario.yaml`` parsed once, strictly
+(docs/ARCHITECTURE.md, "Scenarios").
 
 A scenario is a folder holding ``scenario.yaml`` and ``repo/`` (the fixture repository)::
 
@@ -34,10 +35,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from actors.errors import TeamError
 from harness.model.scripted import Script
+from teamctl_base.models import Frozen
 
 __all__ = [
     "Capability",
@@ -72,9 +74,9 @@ class ScenarioError(TeamError):
     """A scenario that cannot be found or parsed; the message is one line."""
 
 
-class _Strict(BaseModel):
+class _Strict(Frozen):
     model_config = ConfigDict(
-        frozen=True, extra="forbid", populate_by_name=True, use_attribute_docstrings=True
+        **Frozen.model_config, populate_by_name=True, use_attribute_docstrings=True
     )
 
 

@@ -21,27 +21,17 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from actors.scenarios.check import Check, RunOutcome, check_all
 from actors.scenarios.model import Capability, Scenario
+from teamctl_base.clock import SystemClock
 
-__all__ = ["Check", "RunHooks", "RunOutcome", "ScenarioResult", "capabilities", "run_scenario"]
+__all__ = ["RunHooks", "ScenarioResult", "capabilities", "execute", "run_scenario"]
 
 _GIT = ("git", "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false")
-
-
-@dataclass(frozen=True)
-class Check:
-    """One checked expectation."""
-
-    name: str
-    ok: bool
-    detail: str = ""
-
-    def as_json(self) -> dict[str, Any]:
-        return {"name": self.name, "ok": self.ok, "detail": self.detail}
 
 
 @dataclass(frozen=True)
@@ -59,21 +49,6 @@ class RunHooks:
 
 
 NO_HOOKS = RunHooks()
-
-
-@dataclass
-class RunOutcome:
-    """What the run produced, for the checker."""
-
-    root: Path
-    idle: bool
-    seconds: float
-    events: list[dict[str, Any]] = field(default_factory=list)
-    """Runtime events (``on_event``), in emission order."""
-    unconsumed: dict[str, list[str]] = field(default_factory=dict)
-    """Scripted steps never played, per agent."""
-    script_errors: list[str] = field(default_factory=list)
-    """Script mismatches reported by the fake Messages API."""
 
 
 @dataclass(frozen=True)
@@ -122,24 +97,15 @@ def capabilities() -> frozenset[Capability]:
     return frozenset(found)
 
 
-class _OffsetClock:
-    """The real clock, ``offset_s`` ahead (the scheduler sees the next cron slot as due)."""
+class _OffsetClock(SystemClock):
+    """The real clock with its wall time ``offset_s`` ahead (the scheduler sees the next cron
+    slot as due)."""
 
     def __init__(self, offset_s: float) -> None:
         self.offset_s = offset_s
 
     def now(self) -> float:
-        return time.time() + self.offset_s
-
-    def monotonic(self) -> float:
-        return time.monotonic()
-
-
-class _Ids:
-    def new_id(self) -> str:
-        import uuid
-
-        return uuid.uuid4().hex
+        return super().now() + self.offset_s
 
 
 class _Events:
@@ -236,19 +202,13 @@ def _drive(
         if tap is not None:
             tap(event)
 
-    rt = TeamRuntime(root, model=model, on_event=on_event, scheduler=offset == 0)
+    cron_clock = _OffsetClock(offset) if offset else None
+    rt = TeamRuntime(root, model=model, on_event=on_event, cron_clock=cron_clock)
     idle = False
     try:
         rt.start()
         if hooks.on_start is not None:
             hooks.on_start(rt)
-        if offset:
-            from actors.jobs.scheduler import MaildirDelivery, SchedulerHandle
-
-            deliver = MaildirDelivery(root / ".team" / "mailboxes")
-            rt.scheduler = SchedulerHandle.start(
-                rt.team.journal, deliver, clock=_OffsetClock(offset), ids=_Ids()
-            )
         rt.submit(scenario.prompt)
         idle = _settle(rt, time.monotonic() + timeout_s)
         if hooks.before_stop is not None:
@@ -316,8 +276,6 @@ def run_scenario(
     temporary folder) and check every expectation. The repository is removed afterwards unless
     ``keep``. A scenario that ``requires`` a capability missing from ``available`` (default:
     ``capabilities()``) is skipped."""
-    from actors.scenarios.check import check_all
-
     have = capabilities() if available is None else available
     missing = sorted(set(scenario.requires) - have)
     if missing:

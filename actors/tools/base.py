@@ -16,13 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from actors.board.board import acting_as
 from actors.errors import TeamError
 from harness.tools.base import PermissionRequest, Tool, ToolContext, ToolError, ToolOutput
 from mailboxes.errors import MailboxesError
 from mailboxes.messages import BROADCAST
+from teamctl_base.models import Frozen
 
 if TYPE_CHECKING:
     from actors.board.state import Task, TeamState
@@ -42,10 +43,8 @@ class Seat:
     now: Callable[[], float] = field(default=time.time)
 
 
-class Input(BaseModel):
+class Input(Frozen):
     """Base of every team tool input: strict, frozen."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class TeamTool(Tool[Args]):

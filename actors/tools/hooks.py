@@ -1,4 +1,5 @@
-"""Team hook events (DESIGN §8): ``TaskCreated``, ``TaskCompleted`` and ``TeammateIdle``.
+"""Team hook events: ``TaskCreated``, ``TaskCompleted`` and ``TeammateIdle``
+(docs/ARCHITECTURE.md, "Add a hook event").
 
 They run through the harness ``HookRunner`` like every other hook: exit 2 (or a ``block``
 decision) refuses, with the hook's stderr as the reason. ``TaskCreated`` runs before the task is

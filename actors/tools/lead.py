@@ -1,4 +1,5 @@
-"""The lead's team tools: members, tasks, plans, permission answers and cron (DESIGN §7, §9)."""
+"""The lead's team tools: members, tasks, plans, permission answers and cron
+(docs/ARCHITECTURE.md, "Add a tool")."""
 
 from __future__ import annotations
 

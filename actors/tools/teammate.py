@@ -1,4 +1,5 @@
-"""A teammate's task tools: claim, complete, release, submit a plan (DESIGN §5, §9).
+"""A teammate's task tools: claim, complete, release, submit a plan
+(docs/ARCHITECTURE.md, "The task board").
 
 Fencing: every write about the teammate's task carries the epoch of its current claim as the
 board shows it now; the board checks it under the journal lock, so a teammate that lost its claim
@@ -87,7 +88,7 @@ class CompleteTaskTool(TeamTool[CompleteTaskInput]):
                 "Address this, then call complete_task again.",
                 is_error=True,
             )
-        worktrees = getattr(self.services, "worktrees", None)
+        worktrees = self.services.worktrees
         commit = None
         if task.worktree is not None and worktrees is not None:
             message = completion_message(task.id, task.subject, self.agent)

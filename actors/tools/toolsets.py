@@ -1,4 +1,5 @@
-"""The team tools given to agents through the harness tool contract (DESIGN §7, §9).
+"""The team tools given to agents through the harness tool contract
+(docs/ARCHITECTURE.md, "Add a tool").
 
 ``lead_tools(services, agent)`` and ``teammate_tools(services, agent)`` build the tool lists; the
 runtime adds them to each agent's registry next to the harness's file and shell tools. Every
@@ -98,7 +99,7 @@ WORKTREE_TOOL_NAMES: tuple[str, ...] = (CreateWorktreeTool.name, MergeWorktreeTo
 
 def worktree_ops(services: TeamServices) -> WorktreeOps | None:
     """The services' Worktrees actor handle, if they run one."""
-    ops: WorktreeOps | None = getattr(services, "worktrees", None)
+    ops: WorktreeOps | None = services.worktrees
     return ops
 
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from typing import ClassVar, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from actors.errors import TeamError
 from actors.worktrees.messages import Created, MergeResult
 from harness.tools.base import PermissionRequest, Tool, ToolContext, ToolError, ToolOutput
 from harness.tools.registry import AnyTool
+from teamctl_base.models import Frozen
 
 
 class WorktreeOps(Protocol):
@@ -27,9 +28,7 @@ class WorktreeOps(Protocol):
     def merge(self, name: str, *, squash: bool = False) -> MergeResult: ...
 
 
-class CreateWorktreeInput(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class CreateWorktreeInput(Frozen):
     name: str = Field(
         min_length=1,
         max_length=64,
@@ -41,9 +40,7 @@ class CreateWorktreeInput(BaseModel):
     )
 
 
-class MergeWorktreeInput(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class MergeWorktreeInput(Frozen):
     name: str = Field(min_length=1, description="The worktree whose completed task to merge.")
     squash: bool = Field(False, description="One squash commit instead of a merge commit.")
 

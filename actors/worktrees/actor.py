@@ -1,4 +1,5 @@
-"""The Worktrees actor: the one owner of every git write of a team (DESIGN §7 "Worktrees").
+"""The Worktrees actor: the one owner of every git write of a team
+(docs/ARCHITECTURE.md, "Worktrees").
 
 One ``pykka.ThreadingActor`` serialises create, lock/unlock, commit, merge and remove, so two
 ``git worktree add`` never race on ``.git/config.lock``; across processes git's own locks and the
@@ -20,7 +21,7 @@ import os
 import signal
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pykka
 
@@ -45,8 +46,10 @@ from actors.worktrees.messages import (
     WorktreeView,
 )
 from actors.worktrees.reconcile import reconcile
-from mailboxes.crashpoints import crash_point
 from mailboxes.events import EventDraft, WorktreeBound, WorktreeCreated, WorktreeRemoved, draft
+from teamctl_base.crashpoints import crash_point
+
+R = TypeVar("R")
 
 JobProbe = Callable[[Path], bool]
 """True while a background job runs with its cwd inside the given worktree path."""
@@ -359,21 +362,21 @@ class WorktreesHandle:
         return self.root / WORKTREES_DIR / check_name(name)
 
     def create(self, name: str, task_id: str, base: str | None = None) -> Created:
-        return self._ask(CreateWorktree(name=name, task_id=task_id, base=base))  # type: ignore[no-any-return]
+        return self._ask_for(Created, CreateWorktree(name=name, task_id=task_id, base=base))
 
     def create_for_task(self, task_id: str, base: str | None = None) -> Created:
         """``worktree_per_task``: a worktree named after the task (call before claiming it)."""
         return self.create(task_id, task_id, base)
 
     def merge(self, name: str, *, squash: bool = False) -> MergeResult:
-        return self._ask(MergeWorktree(name=name, squash=squash))  # type: ignore[no-any-return]
+        return self._ask_for(MergeResult, MergeWorktree(name=name, squash=squash))
 
     def merge_all(self, *, squash: bool = False) -> tuple[MergeResult, ...]:
         return tuple(self._ask(MergeAll(squash=squash)))
 
     def remove(self, name: str, *, force: bool = False, delete_branch: bool = False) -> Removed:
         msg = RemoveWorktree(name=name, force=force, delete_branch=delete_branch)
-        return self._ask(msg)  # type: ignore[no-any-return]
+        return self._ask_for(Removed, msg)
 
     def lock(self, name: str, reason: str = "claimed") -> None:
         self._ask(LockWorktree(name=name, reason=reason))
@@ -386,7 +389,7 @@ class WorktreesHandle:
         return None if result is None else str(result)
 
     def reconcile(self, *, prune: bool = False, repair: bool = False) -> ReconcileReport:
-        return self._ask(Reconcile(prune=prune, repair=repair))  # type: ignore[no-any-return]
+        return self._ask_for(ReconcileReport, Reconcile(prune=prune, repair=repair))
 
     def list(self, *, include_removed: bool = False) -> tuple[WorktreeView, ...]:
         return tuple(self._ask(ListWorktrees(include_removed=include_removed)))
@@ -397,3 +400,10 @@ class WorktreesHandle:
 
     def _ask(self, message: object) -> Any:
         return self.ref.ask(message, timeout=self.timeout_s)
+
+    def _ask_for(self, reply: type[R], message: object) -> R:
+        """The actor's answer to ``message``, which is a ``reply`` (``TypeError`` otherwise)."""
+        answer = self._ask(message)
+        if not isinstance(answer, reply):
+            raise TypeError(f"{type(message).__name__} answered {type(answer).__name__}")
+        return answer

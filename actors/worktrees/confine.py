@@ -1,4 +1,5 @@
-"""Confinement of a teammate working in a worktree (DESIGN §7 "Worktrees", §8 "Permissions").
+"""Confinement of a teammate working in a worktree
+(docs/ARCHITECTURE.md, "Worktrees").
 
 The harness already confines file tools to ``ToolContext.root`` (writes outside are denied;
 reads outside are denied unless an allow rule names them) and asks about shell commands that

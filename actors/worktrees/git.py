@@ -1,4 +1,5 @@
-"""Plain git for the Worktrees actor: every call hardened, no GitPython (DESIGN §7 "Worktrees").
+"""Plain git for the Worktrees actor: every call hardened, no GitPython
+(docs/ARCHITECTURE.md, "Worktrees").
 
 Only the Worktrees actor calls these for writes, one at a time (concurrent ``git worktree add``
 collides on ``.git/config.lock``). Every git process runs:

@@ -11,14 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import Field, TypeAdapter
+
+from teamctl_base.models import Frozen
 
 
-class _Msg(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class CreateWorktree(_Msg):
+class CreateWorktree(Frozen):
     """Make ``.worktrees/<name>`` on ``wt/<name>`` and bind it to a pending task → ``Created``."""
 
     kind: Literal["create_worktree"] = "create_worktree"
@@ -28,7 +26,7 @@ class CreateWorktree(_Msg):
     """A ref (branch, tag, commit); None = the main checkout's current ``HEAD``."""
 
 
-class MergeWorktree(_Msg):
+class MergeWorktree(Frozen):
     """Merge a completed task's branch into the main checkout's branch → ``MergeResult``."""
 
     kind: Literal["merge_worktree"] = "merge_worktree"
@@ -36,14 +34,14 @@ class MergeWorktree(_Msg):
     squash: bool = False
 
 
-class MergeAll(_Msg):
+class MergeAll(Frozen):
     """Merge every completed, unmerged worktree branch in task-id order → ``tuple[MergeResult]``."""
 
     kind: Literal["merge_all"] = "merge_all"
     squash: bool = False
 
 
-class RemoveWorktree(_Msg):
+class RemoveWorktree(Frozen):
     """Remove a worktree (host-owned; no model tool sends this) → ``Removed``."""
 
     kind: Literal["remove_worktree"] = "remove_worktree"
@@ -54,7 +52,7 @@ class RemoveWorktree(_Msg):
     """Also delete ``wt/<name>`` (kept by default)."""
 
 
-class LockWorktree(_Msg):
+class LockWorktree(Frozen):
     """``git worktree lock`` (idempotent) → None."""
 
     kind: Literal["lock_worktree"] = "lock_worktree"
@@ -62,14 +60,14 @@ class LockWorktree(_Msg):
     reason: str = ""
 
 
-class UnlockWorktree(_Msg):
+class UnlockWorktree(Frozen):
     """``git worktree unlock`` (idempotent) → None."""
 
     kind: Literal["unlock_worktree"] = "unlock_worktree"
     name: str
 
 
-class CommitAll(_Msg):
+class CommitAll(Frozen):
     """Commit every leftover change in the worktree → the new commit id, or None if clean."""
 
     kind: Literal["commit_all"] = "commit_all"
@@ -77,7 +75,7 @@ class CommitAll(_Msg):
     message: str
 
 
-class Reconcile(_Msg):
+class Reconcile(Frozen):
     """Compare git with the journal → ``ReconcileReport`` (changes nothing unless asked)."""
 
     kind: Literal["reconcile"] = "reconcile"
@@ -88,7 +86,7 @@ class Reconcile(_Msg):
     journal ``worktree.removed`` for journaled worktrees git no longer has."""
 
 
-class ListWorktrees(_Msg):
+class ListWorktrees(Frozen):
     """Every worktree the journal knows (removed ones when asked) → ``tuple[WorktreeView]``."""
 
     kind: Literal["list_worktrees"] = "list_worktrees"

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from harness.context.prompt import TokenCounter, block_chars, estimate_tokens
 from harness.errors import ModelError
@@ -28,6 +28,7 @@ from harness.ports import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from teamctl_base.models import Frozen
 
 Trigger = Literal["micro", "auto", "manual", "reactive"]
 
@@ -49,10 +50,8 @@ SUMMARY_INSTRUCTIONS = (
 )
 
 
-class CompactionConfig(BaseModel):
+class CompactionConfig(Frozen):
     """When and how the conversation is compacted."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     context_window: int = Field(200_000, gt=0)
     """Tokens the model accepts per request."""

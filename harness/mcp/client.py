@@ -12,7 +12,9 @@ with ``McpServerCrashed`` and is restarted on the next use; a failed start is re
 way; after ``max_restarts`` restarts the server stays failed. ``close`` stops every server (the SDK
 closes stdin, then terminates and kills the process group) and the loop thread.
 
-``import mcp`` is slow, so it happens only inside the loop thread, when a server is first used.
+``import mcp`` is slow, so it happens only inside the loop thread, when a server is first used;
+the functions at the end of this module (transports, paged listings, error classification) are
+the only ones that touch the SDK, and run there.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import threading
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import Any, Literal, TextIO, TypeVar
 
 from harness.mcp.config import (
     McpConfigError,
@@ -34,23 +36,6 @@ from harness.mcp.config import (
     McpOptions,
     McpServerConfig,
     load_mcp_servers,
-)
-from harness.mcp.wire import (
-    McpCallError,
-    McpResourceInfo,
-    McpServerCrashed,
-    McpTimeout,
-    McpToolInfo,
-    ServerStatus,
-    State,
-    is_broken_stream,
-    is_timeout,
-    leaf,
-    list_resources,
-    list_tools,
-    log_tail,
-    start_error,
-    transport,
 )
 
 __all__ = [
@@ -62,6 +47,58 @@ __all__ = [
     "McpToolInfo",
     "ServerStatus",
 ]
+
+State = Literal["idle", "starting", "ready", "crashed", "failed", "stopped"]
+
+
+class McpServerCrashed(McpError):
+    """The server's connection closed under a call (it will be restarted on next use)."""
+
+
+class McpTimeout(McpError):
+    """A start or a call took longer than its timeout."""
+
+
+class McpCallError(McpError):
+    """The server answered a request with a protocol error."""
+
+
+@dataclass(frozen=True)
+class McpToolInfo:
+    """A tool as a server lists it (``annotations`` are the server's unverified hints)."""
+
+    server: str
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    annotations: dict[str, Any] = field(default_factory=dict)
+    title: str | None = None
+
+
+@dataclass(frozen=True)
+class McpResourceInfo:
+    """A resource as a server lists it."""
+
+    server: str
+    uri: str
+    name: str
+    description: str = ""
+    mime_type: str | None = None
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    """What ``teamctl mcp list`` shows for one server."""
+
+    name: str
+    transport: str
+    state: State
+    error: str | None
+    restarts: int
+    tools: tuple[McpToolInfo, ...]
+    server_name: str | None = None
+    server_version: str | None = None
+
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +189,7 @@ class McpManager:
         conn = self._ready(server)
         timeout = self.options.call_timeout_s
         found: tuple[McpResourceInfo, ...] = self._request(
-            conn, list_resources(conn.session, server), timeout, "resources/list"
+            conn, _list_resources(conn.session, server), timeout, "resources/list"
         )
         return found
 
@@ -286,9 +323,9 @@ class McpManager:
                 with contextlib.suppress(Exception):
                     holder.result(timeout=30)
             conn.state = "crashed"  # a failed start is retried on next use, like a crash
-            cause = leaf(exc)
-            conn.error = start_error(cause, timeout) + _log_tail(conn)
-            raise (McpTimeout if is_timeout(cause) else McpError)(
+            cause = _leaf(exc)
+            conn.error = _start_error(cause, timeout) + _log_tail(conn)
+            raise (McpTimeout if _is_timeout(cause) else McpError)(
                 f"MCP server {conn.name!r} did not start: {conn.error}"
             ) from exc
         conn.state = "ready"
@@ -331,11 +368,11 @@ class McpManager:
         conn.stop = stop = asyncio.Event()
         try:
             async with contextlib.AsyncExitStack() as stack:
-                read, write = await stack.enter_async_context(transport(self.root, config, errlog))
+                read, write = await stack.enter_async_context(_transport(self.root, config, errlog))
                 session = await stack.enter_async_context(ClientSession(read, write))
                 with anyio.fail_after(self.options.init_timeout_s):
                     init = await session.initialize()
-                    tools = await list_tools(session, conn.name)
+                    tools = await _list_tools(session, conn.name)
                 conn.session, conn.tools = session, tools
                 info = getattr(init, "server_info", None)
                 conn.server_name = getattr(info, "name", None)
@@ -369,7 +406,7 @@ class McpManager:
         except McpError:
             raise
         except Exception as exc:
-            raise self._classify(conn, session, leaf(exc), timeout, what) from exc
+            raise self._classify(conn, session, _leaf(exc), timeout, what) from exc
 
     def _classify(
         self, conn: _Conn, session: Any, exc: BaseException, timeout: float, what: str
@@ -382,7 +419,7 @@ class McpManager:
                 f"MCP server {conn.name!r}: {what} did not answer within {timeout:g}s"
             )
         closed = isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED
-        if closed or is_broken_stream(exc):
+        if closed or _is_broken_stream(exc):
             with conn.lock:
                 if conn.state == "ready" and conn.session is session:  # not a newer session
                     conn.state = "crashed"
@@ -397,4 +434,118 @@ class McpManager:
 
 
 def _log_tail(conn: _Conn) -> str:
-    return log_tail(conn.log_path, conn.log_start)
+    return _read_log_tail(conn.log_path, conn.log_start)
+
+
+# --- the SDK side: transports, paged listings, errors (run on the loop thread) ---------------
+
+
+def _transport(root: Path, config: McpServerConfig, errlog: TextIO) -> Any:
+    if config.type == "stdio":
+        from mcp import StdioServerParameters, stdio_client
+
+        cwd = root / config.cwd if config.cwd else root
+        params = StdioServerParameters(
+            command=config.command or "", args=list(config.args), env=config.env, cwd=cwd
+        )
+        return stdio_client(params, errlog=errlog)
+    if config.type == "sse":
+        from mcp.client.sse import sse_client
+
+        return sse_client(config.url or "", headers=config.headers or None)
+    return _http_transport(config)
+
+
+def _http_transport(config: McpServerConfig) -> Any:
+    @contextlib.asynccontextmanager
+    async def streams() -> Any:
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        async with (
+            create_mcp_http_client(headers=config.headers or None) as client,
+            streamable_http_client(config.url or "", http_client=client) as streams,
+        ):
+            yield streams
+
+    return streams()
+
+
+async def _list_tools(session: Any, server: str) -> tuple[McpToolInfo, ...]:
+    from mcp_types import PaginatedRequestParams
+
+    tools: list[McpToolInfo] = []
+    cursor: str | None = None
+    for _ in range(1000):  # a server whose cursor never ends cannot hang the start
+        params = PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await session.list_tools(params=params)
+        for t in page.tools:
+            ann = (
+                t.annotations.model_dump(by_alias=True, exclude_none=True) if t.annotations else {}
+            )
+            title = t.title or (t.annotations.title if t.annotations else None)
+            tools.append(
+                McpToolInfo(server, t.name, t.description or "", dict(t.input_schema), ann, title)
+            )
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tuple(sorted(tools, key=lambda t: t.name))
+
+
+async def _list_resources(session: Any, server: str) -> tuple[McpResourceInfo, ...]:
+    from mcp_types import PaginatedRequestParams
+
+    found: list[McpResourceInfo] = []
+    cursor: str | None = None
+    for _ in range(1000):
+        params = PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await session.list_resources(params=params)
+        for r in page.resources:
+            found.append(
+                McpResourceInfo(server, str(r.uri), r.name, r.description or "", r.mime_type)
+            )
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tuple(found)
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first leaf of an exception group (task groups wrap what really happened)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    return isinstance(exc, TimeoutError | concurrent.futures.TimeoutError)
+
+
+def _is_broken_stream(exc: BaseException) -> bool:
+    import anyio
+
+    return isinstance(
+        exc, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream
+    )
+
+
+def _read_log_tail(path: Path | None, start: int, lines: int = 5) -> str:
+    """The last ``lines`` lines a server wrote to its log since ``start`` (``""`` if none)."""
+    if path is None:
+        return ""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(start, f.seek(0, os.SEEK_END) - 4096))
+            text = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    tail = [line.strip() for line in text.splitlines()[-lines:] if line.strip()]
+    return f" (server log {path}: {' | '.join(tail)})" if tail else ""
+
+
+def _start_error(exc: BaseException, timeout: float) -> str:
+    """Why a server did not start, in one line."""
+    if _is_timeout(exc):
+        return f"no answer to the MCP handshake within {timeout:g}s"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

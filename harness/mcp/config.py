@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from harness.errors import HarnessError
+from teamctl_base.models import Frozen
 
 MCP_JSON = ".mcp.json"
 TOOL_PREFIX = "mcp__"
@@ -44,10 +45,10 @@ class McpConfigError(McpError, ValueError):
     """A server entry that does not parse, or a variable it uses that is not set."""
 
 
-class McpServerConfig(BaseModel):
+class McpServerConfig(Frozen):
     """One MCP server, in the shape of ``.mcp.json`` entries (``extra="forbid"``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(**Frozen.model_config, use_attribute_docstrings=True)
 
     type: Literal["stdio", "http", "sse"] = "stdio"
     """Transport: ``stdio`` (a child process), ``http`` (streamable HTTP) or ``sse`` (legacy)."""
@@ -102,10 +103,10 @@ class McpServerConfig(BaseModel):
         )
 
 
-class McpOptions(BaseModel):
+class McpOptions(Frozen):
     """How the harness runs MCP servers (timeouts, restarts, the deferred-loading budget)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(**Frozen.model_config, use_attribute_docstrings=True)
 
     init_timeout_s: float = Field(default=30.0, gt=0)
     """Seconds to start a server and finish the MCP handshake (and first tool listing)."""

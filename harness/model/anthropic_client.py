@@ -1,4 +1,5 @@
-"""``ModelClient`` over the real ``anthropic`` SDK, with the recovery of DESIGN §8.
+"""``ModelClient`` over the real ``anthropic`` SDK, with retries and recovery
+(docs/ARCHITECTURE.md, "The harness").
 
 The SDK's own retries are off (``max_retries=0``); this class retries instead, so that waits go
 through the injected ``Clock`` and every decision is visible:
@@ -29,7 +30,6 @@ from typing import Any
 
 import anthropic
 
-from harness.clock import SystemClock
 from harness.errors import ModelError, PromptTooLong
 from harness.model.backoff import BackoffGate
 from harness.model.pricing import cost_usd
@@ -45,6 +45,7 @@ from harness.ports import (
     ToolUseBlock,
     Usage,
 )
+from teamctl_base.clock import SystemClock
 
 CUT_OFF_NOTE = "[output cut off at the token limit]"
 _SHARED = frozenset({"rate_limit", "overloaded"})

@@ -36,9 +36,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
-from harness.clock import SystemClock
 from harness.errors import ScriptError
 from harness.ports import (
     Clock,
@@ -52,6 +51,8 @@ from harness.ports import (
     ToolUseBlock,
     Usage,
 )
+from teamctl_base.clock import SystemClock
+from teamctl_base.models import Frozen
 
 FaultKind = Literal[
     "rate_limit",
@@ -67,11 +68,7 @@ FaultKind = Literal[
 ]
 
 
-class _Spec(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Fault(_Spec):
+class Fault(Frozen):
     """A fault the fake Messages API injects instead of (or into) a normal response."""
 
     kind: FaultKind
@@ -103,14 +100,14 @@ class Fault(_Spec):
         return self.kind in ("delay", "max_tokens")
 
 
-class ToolCall(_Spec):
+class ToolCall(Frozen):
     name: str
     input: dict[str, Any] = Field(default_factory=dict)
     id: str | None = None
     """Fixed tool_use id; by default ``toolu_<agent>_<n>`` (deterministic per agent)."""
 
 
-class Reply(_Spec):
+class Reply(Frozen):
     """What the model answers: thinking, then text, then tool calls."""
 
     text: str | None = None
@@ -145,12 +142,12 @@ class Rule(Reply):
     """Higher first; a negative priority makes the rule a fallback tried after the steps."""
 
 
-class AgentScript(_Spec):
+class AgentScript(Frozen):
     steps: tuple[Step, ...] = ()
     rules: tuple[Rule, ...] = ()
 
 
-class Script(_Spec):
+class Script(Frozen):
     agents: dict[str, AgentScript] = Field(default_factory=dict)
     latency_ms: float = 0.0
     """Latency added to every call of every agent (on top of a reply's own)."""

@@ -8,8 +8,9 @@ Order (the first step that decides, decides):
    it explicitly.
 2. Rules: deny > ask > allow (the first matching rule of a list is the one reported). For
    ``bash`` every simple command, redirection and file argument found by ``harness.shell.parse`` is
-   checked on its own and the strictest answer wins; a rule that might match a word known only at
-   run time counts as ``ask``; anything the analyser cannot reduce is ``ask``.
+   checked on its own (``harness.permissions.shell``) and the strictest answer wins; a rule that
+   might match a word known only at run time counts as ``ask``; anything the analyser cannot
+   reduce is ``ask``.
 3. Defaults when no rule matched: reads inside the root allow; read-only shell commands from a
    small known-safe list allow; writes, other shell commands, network and MCP tools ask; other
    tools (todo, team tools, ...) allow.
@@ -25,10 +26,9 @@ Order (the first step that decides, decides):
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from harness.permissions.paths import (
     PathDenied,
@@ -40,38 +40,10 @@ from harness.permissions.paths import (
     resolve,
 )
 from harness.permissions.rules import SHELL_TOOL, Family, Rule, parse_rules
+from harness.permissions.shell import ShellVerdict, check_shell
+from harness.permissions.verdict import Decision, Verdict, strictest
 from harness.settings import PermissionMode, PermissionSettings
-from harness.shell.policy import ShellVerdict, check_shell
 from harness.tools.base import PermissionRequest, ToolContext
-
-Decision = Literal["allow", "ask", "deny"]
-Source = Literal["rule", "default", "mode", "path", "analysis", "hook"]
-_RANK: dict[Decision, int] = {"allow": 0, "ask": 1, "deny": 2}
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """One decision and why. ``source`` says what produced it (a hook's allow may only replace an
-    ``ask`` whose source is ``default``, or ``analysis`` when no shell deny rule exists)."""
-
-    decision: Decision
-    reason: str
-    source: Source = "default"
-    rule: str | None = None
-
-    def stricter(self, other: Verdict) -> Verdict:
-        return other if _RANK[other.decision] > _RANK[self.decision] else self
-
-
-ALLOW = Verdict("allow", "allowed")
-
-
-def strictest(verdicts: Iterable[Verdict]) -> Verdict:
-    """The strictest verdict (the first one of that strictness)."""
-    best = ALLOW
-    for v in verdicts:
-        best = best.stricter(v)
-    return best
 
 
 @dataclass(frozen=True)
@@ -217,10 +189,15 @@ class Permissions:
                 return True
             return target is not None and fnmatch.fnmatchcase(target, rule.specifier)
 
-        for lst, decision in ((self.deny, "deny"), (self.ask, "ask"), (self.allow, "allow")):
+        lists: tuple[tuple[tuple[Rule, ...], Decision], ...] = (
+            (self.deny, "deny"),
+            (self.ask, "ask"),
+            (self.allow, "allow"),
+        )
+        for lst, decision in lists:
             for rule in lst:
                 if hit(rule):
-                    return Verdict(decision, f"{decision} rule {rule.raw}", "rule", rule.raw)  # type: ignore[arg-type]
+                    return Verdict(decision, f"{decision} rule {rule.raw}", "rule", rule.raw)
         if request.kind == "network" or tool.startswith("mcp__"):
             return Verdict("ask", f"{tool} needs approval")
         if request.kind == "write":

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from harness.shell.sandbox import SANDBOX_KEY, Sandbox
 from harness.tools.base import PermissionRequest, Tool, ToolContext, ToolError, ToolOutput
@@ -38,6 +38,7 @@ from harness.tools.outputs import (
     CapturedOutput,
 )
 from harness.tools.paths import resolve_in_root
+from teamctl_base.models import Frozen
 
 SHELL_ENV = {"GIT_TERMINAL_PROMPT": "0", "PAGER": "cat", "GIT_PAGER": "cat", "TERM": "dumb"}
 READ_CHUNK = 65536
@@ -217,9 +218,7 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
-class BashInput(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class BashInput(Frozen):
     command: str = Field(min_length=1, description="The shell command (run with /bin/bash -c).")
     timeout_s: float = Field(120, gt=0, le=600, description="Seconds before it is killed.")
     run_in_background: bool = Field(

@@ -65,6 +65,10 @@ class ToolExecutor:
         self.max_output_chars = max_output_chars
         self.max_workers = max(1, max_workers)
 
+    def use_policy(self, policy: ToolPolicy) -> None:
+        """Decide every tool call from now on with ``policy``."""
+        self.policy = policy
+
     def run_batch(self, calls: Sequence[ToolUseBlock], ctx: ToolContext) -> list[ToolResultBlock]:
         """Run ``calls``; returns exactly one result per call, in request order."""
         prepared = [self._prepare(call) for call in calls]

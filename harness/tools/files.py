@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from harness.tools.base import PermissionRequest, Tool, ToolContext, ToolError, ToolOutput
 from harness.tools.paths import (
@@ -20,6 +20,7 @@ from harness.tools.paths import (
     resolve_path,
 )
 from harness.tools.search import GlobTool, GrepTool
+from teamctl_base.models import Frozen
 
 __all__ = [
     "EditFileTool",
@@ -31,10 +32,6 @@ __all__ = [
 ]
 
 MAX_LINE_CHARS = 2000
-
-
-class _Input(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 def path_request(
@@ -61,7 +58,7 @@ def _existing_file(raw: str, ctx: ToolContext) -> Path:
     return path
 
 
-class ReadFileInput(_Input):
+class ReadFileInput(Frozen):
     path: str = Field(description="File to read (relative to the working directory, or absolute).")
     offset: int = Field(1, ge=1, description="1-based line number to start reading at.")
     limit: int = Field(2000, ge=1, le=20_000, description="Maximum number of lines to return.")
@@ -116,7 +113,7 @@ class ReadFileTool(Tool[ReadFileInput]):
         return ToolOutput("\n".join(shown))
 
 
-class WriteFileInput(_Input):
+class WriteFileInput(Frozen):
     path: str = Field(description="File to write; parent directories are created.")
     content: str = Field(description="The complete new content of the file.")
 
@@ -145,7 +142,7 @@ class WriteFileTool(Tool[WriteFileInput]):
         return ToolOutput(f"{verb} {display_path(path, ctx)} ({len(data)} bytes)")
 
 
-class EditFileInput(_Input):
+class EditFileInput(Frozen):
     path: str = Field(description="File to edit.")
     old_string: str = Field(description="Exact text to replace (must match exactly once).")
     new_string: str = Field(description="Replacement text.")

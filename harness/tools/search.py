@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from harness.tools.base import PermissionRequest, Tool, ToolContext, ToolError, ToolOutput
 from harness.tools.paths import (
@@ -23,14 +23,11 @@ from harness.tools.paths import (
     resolve_in_root,
     resolve_path,
 )
+from teamctl_base.models import Frozen
 
 SKIP_DIRS = frozenset({".git"})
 MAX_GREP_FILE_BYTES = 20 * 1024 * 1024
 MAX_MATCH_LINE_CHARS = 500
-
-
-class _Input(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 def _search_request(tool: str, raw: str | None, ctx: ToolContext) -> PermissionRequest:
@@ -73,7 +70,7 @@ def _links_inside(path: Path, root: Path) -> bool:
         return False
 
 
-class GlobInput(_Input):
+class GlobInput(Frozen):
     pattern: str = Field(description="Glob such as '**/*.py' or 'src/*.{ts,tsx}'.")
     path: str | None = Field(None, description="Directory to search (default: working dir).")
 
@@ -119,7 +116,7 @@ class GlobTool(Tool[GlobInput]):
         return ToolOutput("\n".join(found))
 
 
-class GrepInput(_Input):
+class GrepInput(Frozen):
     pattern: str = Field(description="Python regular expression, matched against each line.")
     path: str | None = Field(None, description="File or directory (default: working dir).")
     glob: str | None = Field(

@@ -10,18 +10,17 @@ from __future__ import annotations
 import threading
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from harness.tools.base import PermissionRequest, Tool, ToolContext, ToolOutput
+from teamctl_base.models import Frozen
 
 TodoStatus = Literal["pending", "in_progress", "completed"]
 
 _MARK: dict[str, str] = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]"}
 
 
-class TodoItem(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class TodoItem(Frozen):
     content: str = Field(min_length=1, description="What to do, imperative ('Run the tests').")
     status: TodoStatus = Field("pending", description="pending, in_progress or completed.")
     active_form: str | None = Field(
@@ -29,9 +28,7 @@ class TodoItem(BaseModel):
     )
 
 
-class TodoWriteInput(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class TodoWriteInput(Frozen):
     todos: tuple[TodoItem, ...] = Field(description="The complete new list (replaces the old).")
 
 

@@ -1,10 +1,9 @@
 """What every ``EventStore`` implementation shares: the append result, draft stamping with
-``op_id`` idempotency, and the production clock."""
+``op_id`` idempotency."""
 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,16 +21,6 @@ class Appended:
     """Events with seq > ``after`` that were stored before ``decide`` ran."""
     appended: tuple[Event, ...]
     """One event per draft, in draft order: new, or the stored one for a known ``op_id``."""
-
-
-class WallClock:
-    """The real clock (``mailboxes.ports.Clock``)."""
-
-    def now(self) -> float:
-        return time.time()
-
-    def monotonic(self) -> float:
-        return time.monotonic()
 
 
 def check_after(after: int, last_seq: int) -> None:

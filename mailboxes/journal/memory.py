@@ -10,15 +10,16 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 
 from mailboxes.events import Event
-from mailboxes.journal.base import Appended, WallClock, check_after, stamp
+from mailboxes.journal.base import Appended, check_after, stamp
 from mailboxes.ports import Clock, Decide
+from teamctl_base.clock import SystemClock
 
 
 class MemoryEventStore:
     """An ``EventStore`` held in a list (tests, scratch replays)."""
 
     def __init__(self, clock: Clock | None = None) -> None:
-        self._clock: Clock = clock or WallClock()
+        self._clock: Clock = clock or SystemClock()
         self._lock = threading.Lock()
         self._events: list[Event] = []
         self._by_op_id: dict[str, Event] = {}

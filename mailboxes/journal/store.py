@@ -1,4 +1,5 @@
-"""The file journal: ``.team/journal.jsonl``, the team's source of truth (DESIGN §4).
+"""The file journal: ``.team/journal.jsonl``, the team's source of truth
+(docs/ARCHITECTURE.md, "The journal").
 
 Appends from every thread and process are serialised by ``flock(LOCK_EX)`` on
 ``.team/journal.lock``, taken through a fresh ``open()`` per append (flock belongs to the open
@@ -30,9 +31,10 @@ from pathlib import Path
 from mailboxes.errors import JournalCorrupt, WriteFailed
 from mailboxes.events import Event, JournalTailRepaired, draft
 from mailboxes.fsutil import Fsync, fsync_dir, write_all
-from mailboxes.journal.base import Appended, WallClock, check_after, stamp
+from mailboxes.journal.base import Appended, check_after, stamp
 from mailboxes.journal.frame import BadLine, decode_event, encode, iter_lines
 from mailboxes.ports import Clock, Decide
+from teamctl_base.clock import SystemClock
 
 JOURNAL_NAME = "journal.jsonl"
 LOCK_NAME = "journal.lock"
@@ -90,7 +92,7 @@ class FileJournal:
         self.path = self.team_dir / JOURNAL_NAME
         self.lock_path = self.team_dir / LOCK_NAME
         self.gate_path = self.team_dir / GATE_NAME
-        self._clock: Clock = clock or WallClock()
+        self._clock: Clock = clock or SystemClock()
         self._fault = fault
         self._fsync = fsync
         self._mutex = threading.Lock()

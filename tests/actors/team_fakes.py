@@ -16,7 +16,8 @@ from typing import Any
 from actors.board.board import Board
 from actors.board.state import TeamState
 from actors.errors import DuplicateMember, TeamError, UnknownMember
-from actors.services import CronView, MemberView, TeammateSpec
+from actors.jobs.cron import CronView
+from actors.services import MemberView, TeammateSpec
 from actors.settings import Settings, parse_settings
 from mailboxes.events import EventDraft, MemberSpawned, ShutdownRequested, draft
 from mailboxes.journal.store import FileJournal
@@ -36,6 +37,8 @@ class FakeTeam:
     mailbox: Maildir
     settings: Settings
     crons: dict[str, CronView] = field(default_factory=dict)
+    worktrees: None = None
+    """No Worktrees actor runs (``TeamServices.worktrees``)."""
     spawned: list[TeammateSpec] = field(default_factory=list)
 
     @property
@@ -118,7 +121,18 @@ class FakeTeam:
     ) -> CronView:
         if len(cron.split()) != 5:
             raise TeamError(f"bad cron expression {cron!r}: need 5 fields")
-        view = CronView(f"cron_{len(self.crons) + 1}", cron, prompt, recurring, tz, "soon", owner)
+        view = CronView(
+            cron_id=f"cron_{len(self.crons) + 1}",
+            cron=cron,
+            prompt=prompt,
+            recurring=recurring,
+            tz=tz,
+            owner=owner,
+            status="active",
+            next_fire="soon",
+            last_slot=None,
+            fired=0,
+        )
         self.crons[view.cron_id] = view
         return view
 

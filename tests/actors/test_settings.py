@@ -17,7 +17,7 @@ from actors.settings import (
     merge,
 )
 
-DESIGN_EXAMPLE = {
+SETTINGS_EXAMPLE = {
     "models": {"lead": "a", "teammate": "b", "fallback": "c", "max_tokens": 8000},
     "permissions": {"defaultMode": "default", "allow": [], "ask": [], "deny": []},
     "approvals": {"permissions": "human", "plans": "lead", "timeout_s": 300},
@@ -48,7 +48,7 @@ def test_missing_file_and_empty_object_give_defaults(tmp_path: Path) -> None:
 
 
 def test_the_design_example_parses(tmp_path: Path) -> None:
-    settings = load_settings(write(tmp_path / "s.json", DESIGN_EXAMPLE), environ={})
+    settings = load_settings(write(tmp_path / "s.json", SETTINGS_EXAMPLE), environ={})
     assert settings.models.fallback == "c"
     assert settings.hooks["PreToolUse"][0].hooks[0].command == "x"
     assert settings.permissions.default_mode == "default"

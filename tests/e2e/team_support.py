@@ -1,5 +1,5 @@
 """Helpers for the end-to-end team tests: a scripted team driven through the real ``teamctl``
-in subprocesses, waits on journal changes (no sleeps), and the DESIGN §13 oracle."""
+in subprocesses, waits on journal changes (no sleeps), and the nothing-lost oracle."""
 
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ def count(events: list[Any], type_: str) -> int:
 
 
 def oracle(root: Path) -> None:
-    """DESIGN §13: journal sound, no projection drift, each message in one place, each task in
+    """Nothing lost: journal sound, no projection drift, each message in one place, each task in
     one state with at most one live owner, no process left in the repository."""
     report = check_journal(root / ".team" / "journal.jsonl")
     assert report.ok, report

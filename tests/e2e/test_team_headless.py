@@ -1,5 +1,6 @@
 """``teamctl run --headless`` end to end in a subprocess with a scripted model; SIGKILL mid-run
-then ``teamctl resume`` completes with nothing lost (DESIGN §13)."""
+then ``teamctl resume`` completes with nothing lost
+(docs/RELIABILITY.md, "How the evidence is produced")."""
 
 from __future__ import annotations
 

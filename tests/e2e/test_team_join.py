@@ -41,9 +41,9 @@ def test_a_teammate_joined_from_another_process_drains_the_board_and_reports(
         )
         assert done
         assert {t.owner for t in rt.board.state.tasks.values()} == {"w1"}
-        view = {m.name: m for m in rt.members()}["w1"]
+        view = {m.name: m for m in rt.services.members()}["w1"]
         assert not view.hosted_here and rt.team.liveness.is_alive("w1")
-        rt.request_shutdown("w1", by="lead")
+        rt.services.request_shutdown("w1", by="lead")
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
@@ -75,7 +75,7 @@ def test_joining_a_member_that_is_already_hosted_is_refused(
     assert "unknown team member 'lead'" in err
     from actors.services import TeammateSpec
 
-    rt.spawn_teammate(TeammateSpec(name="w1"), by="lead")
+    rt.services.spawn_teammate(TeammateSpec(name="w1"), by="lead")
     proc = teamctl(root, "join", "w1", script=script)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1

@@ -106,8 +106,8 @@ def test_a_team_uses_a_real_mcp_server_and_leaves_no_process(
 
     # A teammate restricted to one MCP tool gets that one only, from the same server process.
     spec = TeammateSpec(name="w1", tools=("read_file", "mcp__time__get_current_time"))
-    rt.spawn_teammate(spec, by="lead")
-    rt.send("lead", "w1", "message", {"text": "say hello"})
+    rt.services.spawn_teammate(spec, by="lead")
+    rt.services.send("lead", "w1", "message", {"text": "say hello"})
     assert rt.wait_until(lambda: "w1" in model.tools, timeout=60)
     assert rt.wait_idle(timeout=60)
     offered = model.tools["w1"]
@@ -128,7 +128,7 @@ def test_without_servers_the_runtime_has_no_manager(tmp_path: Path, stop_actors:
     rt = runtime(root, ScriptedModel({"agents": {}}))
     stop_actors.append(rt)
     rt.start()
-    assert rt.mcp is None
+    assert rt.background.mcp is None
 
 
 def test_a_bad_mcp_json_stops_the_start_with_a_team_error(

@@ -87,7 +87,7 @@ def test_plan_rejected_with_feedback_then_resubmitted_approved_and_implemented(
     stop_actors.append(rt)
     rt.start()
     rt.board.create("refactor the parser", plan_required=True)
-    rt.spawn_teammate(TeammateSpec(name="w1"), by="lead")
+    rt.services.spawn_teammate(TeammateSpec(name="w1"), by="lead")
     assert rt.wait_idle(timeout=60)
     task = rt.board.refresh().tasks["task_1"]
     assert task.status == "completed" and task.summary == "refactored with tests"
@@ -116,7 +116,7 @@ def test_a_teammate_waits_in_waiting_plan_approval_until_a_human_reviews(
     stop_actors.append(rt)
     rt.start()
     rt.board.create("refactor the parser", plan_required=True)
-    rt.spawn_teammate(TeammateSpec(name="w1"), by="lead")
+    rt.services.spawn_teammate(TeammateSpec(name="w1"), by="lead")
 
     def waiting() -> bool:
         return rt.board.refresh().members["w1"].status == "waiting_plan_approval"
@@ -125,6 +125,6 @@ def test_a_teammate_waits_in_waiting_plan_approval_until_a_human_reviews(
     assert rt.wait_idle(timeout=60)  # nothing moves while the plan waits for its reviewer
     (request,) = rt.board.refresh().plan_requests.values()
     assert request.plan == "v1 plan" and request.status == "submitted"
-    review_plan(rt, request.request_id, True, "", reviewer="alice")
+    review_plan(rt.services, request.request_id, True, "", reviewer="alice")
     assert rt.wait_until(lambda: rt.board.refresh().tasks["task_1"].status == "completed", 60)
     assert (root / "done.txt").read_text() == "ok"

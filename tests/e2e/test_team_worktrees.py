@@ -61,7 +61,7 @@ def test_a_task_bound_to_a_worktree_is_worked_inside_it_only(
     stop_actors.append(rt)
     rt.start()
     rt.board.create("isolated change")
-    rt.spawn_teammate(TeammateSpec(name="w1", task_id="task_1", worktree=True), by="lead")
+    rt.services.spawn_teammate(TeammateSpec(name="w1", task_id="task_1", worktree=True), by="lead")
     assert rt.wait_idle(timeout=60)
     task = rt.board.refresh().tasks["task_1"]
     assert task.worktree == "task_1" and task.status == "completed"

@@ -103,8 +103,8 @@ def test_two_teammates_in_two_worktrees_then_merge_all_with_a_conflict(
     rt.start()
     for subject in ("add a", "add b", "another a"):
         rt.board.create(subject)
-    rt.spawn_teammate(TeammateSpec(name="w1"), by="lead")
-    rt.spawn_teammate(TeammateSpec(name="w2"), by="lead")
+    rt.services.spawn_teammate(TeammateSpec(name="w1"), by="lead")
+    rt.services.spawn_teammate(TeammateSpec(name="w2"), by="lead")
     assert rt.wait_idle(timeout=60)
     state = rt.board.refresh()
     rt.stop()

@@ -1,4 +1,4 @@
-"""Shared harness fixtures: a fake clock that records sleeps, and running fake Messages APIs."""
+"""Shared harness fixtures: a fake clock (it records sleeps), and running fake Messages APIs."""
 
 from __future__ import annotations
 
@@ -9,29 +9,12 @@ import pytest
 
 from harness.model.fakeapi import FakeMessagesServer
 from harness.model.scripted import Fault
-
-
-class RecordingClock:
-    """A fake ``Clock``: ``sleep`` returns at once, advances time and is recorded."""
-
-    def __init__(self, start: float = 1_000_000.0) -> None:
-        self.t = start
-        self.sleeps: list[float] = []
-
-    def now(self) -> float:
-        return self.t
-
-    def monotonic(self) -> float:
-        return self.t
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.t += max(0.0, seconds)
+from tests.support.fakes import FakeClock
 
 
 @pytest.fixture
-def clock() -> RecordingClock:
-    return RecordingClock()
+def clock() -> FakeClock:
+    return FakeClock()
 
 
 FakeApiFactory = Callable[..., FakeMessagesServer]

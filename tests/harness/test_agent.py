@@ -10,24 +10,11 @@ from harness.context.prompt import check_pairing
 from harness.loop import LoopHooks
 from harness.model.scripted import ScriptedModel
 from harness.ports import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from harness.tools.base import PermissionRequest, PolicyVerdict, ToolContext, ToolOutput
+from harness.tools.base import ToolContext
 from harness.tools.subagent import SUBAGENT_KEY, TaskInput, TaskTool
 from harness.transcript import OUTCOME_UNKNOWN, Transcript, load_transcript
 from tests.harness.loop_support import canonical
-
-
-class AllowAll:
-    def __init__(self) -> None:
-        self.seen: list[str] = []
-
-    def before(
-        self, call: ToolUseBlock, request: PermissionRequest, ctx: ToolContext
-    ) -> PolicyVerdict:
-        self.seen.append(call.name)
-        return PolicyVerdict("allow")
-
-    def after(self, call: ToolUseBlock, output: ToolOutput, ctx: ToolContext) -> str | None:
-        return None
+from tests.support.fakes import AllowAll
 
 
 def make_agent(root: Path, script: dict[str, Any], **kw: Any) -> tuple[Agent, ScriptedModel]:
@@ -291,3 +278,34 @@ def test_hook_runner_drives_prompt_stop_precompact_and_session_start(tmp_path: P
     assert events == ["SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "Stop"]
     assert all(p["agent_name"] == "lead" for _, p in seen)
     assert seen[3][1]["trigger"] == "manual"
+
+
+def test_relocate_moves_the_tools_and_read_only_holds_writes_back(tmp_path: Path) -> None:
+    worktree = tmp_path / "wt"
+    worktree.mkdir()
+    script = {
+        "lead": {
+            "steps": [
+                {"tool_uses": [{"name": "write_file", "input": {"path": "a.txt", "content": "x"}}]},
+                "wrote",
+                {"tool_uses": [{"name": "write_file", "input": {"path": "b.txt", "content": "y"}}]},
+                "refused",
+            ]
+        }
+    }
+    agent, _ = make_agent(tmp_path, script)
+    seen: list[str] = []
+    agent.observe_messages(lambda message: seen.append(message.role))
+    inner = AllowAll()
+    agent.relocate(worktree, worktree, inner)
+    assert (agent.cwd, agent.tool_context.root, agent.executor.policy) == (
+        worktree,
+        worktree,
+        inner,
+    )
+    agent.run_turn("write a")
+    assert (worktree / "a.txt").read_text() == "x" and not (tmp_path / "a.txt").exists()
+    agent.set_read_only(True)
+    agent.run_turn("write b")
+    assert not (worktree / "b.txt").exists()
+    assert seen[:3] == ["user", "assistant", "user"]  # every appended message, in order

@@ -12,8 +12,9 @@ from harness.context.prompt import check_pairing
 from harness.model.anthropic_client import AnthropicModel
 from harness.ports import TextBlock, ToolResultBlock
 from harness.transcript import load_transcript
-from tests.harness.conftest import FakeApiFactory, RecordingClock
-from tests.harness.test_agent import AllowAll, make_agent
+from tests.harness.conftest import FakeApiFactory
+from tests.harness.test_agent import make_agent
+from tests.support.fakes import AllowAll, FakeClock
 
 
 def test_unknown_tool_and_bad_input_come_back_as_tool_errors(tmp_path: Path) -> None:
@@ -64,7 +65,7 @@ def test_message_injected_mid_turn_reaches_the_model_after_tool_results(tmp_path
 
 
 def test_prompt_too_long_through_the_real_sdk_compacts_once_then_retries(
-    tmp_path: Path, fake_api: FakeApiFactory, clock: RecordingClock
+    tmp_path: Path, fake_api: FakeApiFactory, clock: FakeClock
 ) -> None:
     script = {
         "agents": {

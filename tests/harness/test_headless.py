@@ -9,14 +9,12 @@ from typing import Any
 
 import anthropic
 import pytest
-from click.testing import CliRunner
 
 from harness.errors import ModelError
 from harness.headless import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_SCHEMA,
-    ask_command,
     extract_json,
     run_ask,
     schema_errors,
@@ -25,9 +23,9 @@ from harness.model.anthropic_client import AnthropicModel
 from harness.model.scripted import ScriptedModel
 from harness.ports import ModelClient
 from harness.tools.base import Approver, ToolPolicy
-from tests.harness.conftest import FakeApiFactory, RecordingClock
+from tests.harness.conftest import FakeApiFactory
 from tests.harness.loop_support import FakeModel
-from tests.harness.test_agent import AllowAll
+from tests.support.fakes import AllowAll, FakeClock
 
 SCHEMA = {
     "type": "object",
@@ -175,17 +173,6 @@ def test_schema_refs_formats_and_messages_name_the_path() -> None:
     assert schema_errors({"names": ["a", ""]}, schema) == ["$.names[1]: '' should be non-empty"]
 
 
-def test_an_invalid_schema_file_is_one_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    bad = tmp_path / "schema.json"
-    bad.write_text(json.dumps({"type": "objekt"}))
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    result = CliRunner().invoke(ask_command, ["--json-schema", str(bad), "hello"])
-    assert result.exit_code == 1
-    assert "invalid JSON schema" in result.output and "Traceback" not in result.output
-
-
 def test_extract_json_variants() -> None:
     assert extract_json('{"a": 1}') == {"a": 1}
     assert extract_json("Here:\n```json\n[1, 2]\n```\nthanks") == [1, 2]
@@ -195,7 +182,7 @@ def test_extract_json_variants() -> None:
 
 
 def test_ask_through_the_fake_api_with_the_real_sdk(
-    tmp_path: Path, fake_api: FakeApiFactory, clock: RecordingClock
+    tmp_path: Path, fake_api: FakeApiFactory, clock: FakeClock
 ) -> None:
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "m.py").write_text("def f():\n    return 1\n")
@@ -230,62 +217,3 @@ def test_ask_through_the_fake_api_with_the_real_sdk(
     assert result["structured_output"] == {"files": 1, "names": ["src/m.py"]}
     assert (tmp_path / "src" / "m.py").read_text() == "def f():\n    return 2\n"
     assert len(server.requests) == 3 and server.script_errors == []
-
-
-def test_ask_command_without_a_key_says_so_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
-    result = CliRunner().invoke(ask_command, ["hello"])
-    assert result.exit_code == 1
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and "ANTHROPIC_API_KEY" in lines[0] and "teamctl demo" in lines[0]
-
-
-def test_ask_command_end_to_end_through_the_fake_api(
-    tmp_path: Path, fake_api: FakeApiFactory, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    (tmp_path / ".git").mkdir()
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "v.txt").write_text("version = 1\n")
-    (tmp_path / ".team").mkdir()
-    (tmp_path / ".team" / "settings.json").write_text(
-        json.dumps({"permissions": {"deny": ["Bash(rm:*)"]}})
-    )
-    script = {
-        "agents": {
-            "ask": {
-                "steps": [
-                    {
-                        "tool_uses": [
-                            {"name": "bash", "input": {"command": "rm -rf pkg"}},
-                            {
-                                "name": "edit_file",
-                                "input": {
-                                    "path": "pkg/v.txt",
-                                    "old_string": "1",
-                                    "new_string": "2",
-                                },
-                            },
-                        ]
-                    },
-                    {
-                        "match": "(?s)denied|refused|not allowed",
-                        "text": "Bumped to 2; rm was refused.",
-                    },
-                ]
-            }
-        }
-    }
-    server = fake_api(script)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "")
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
-    monkeypatch.chdir(tmp_path / "pkg")
-    result = CliRunner().invoke(
-        ask_command,
-        ["bump the version", "--permission-mode", "acceptEdits", "--output-format", "json"],
-    )
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["result"] == "Bumped to 2; rm was refused."
-    assert (tmp_path / "pkg" / "v.txt").read_text() == "version = 2\n"
-    assert (tmp_path / ".team" / "transcripts" / "ask.jsonl").exists()  # found the repo root
-    assert server.script_errors == []

@@ -191,7 +191,7 @@ def test_a_subagent_is_confined_to_its_parents_root(tmp_path: Path) -> None:
     agent = Agent(
         AgentConfig(name="lead", model="fake-model"), root=tmp_path, model=model, policy=BYPASS
     )
-    agent.tool_context.root = agent.tool_context.cwd = worktree
+    agent.relocate(worktree, worktree, BYPASS)
     assert agent.run_turn("go").transition == "completed"
     model.assert_consumed()
     assert not (tmp_path / "escaped.txt").exists()

@@ -26,17 +26,7 @@ from mailboxes.messages import (
     parse_envelope,
 )
 from mailboxes.ports import Mailbox
-
-
-class FakeClock:
-    def __init__(self, start: float = 1_000_000.0) -> None:
-        self.t = start
-
-    def now(self) -> float:
-        return self.t
-
-    def monotonic(self) -> float:
-        return self.t
+from tests.support.fakes import FakeClock
 
 
 class CountingIds:

@@ -23,10 +23,10 @@ from actors.factory import open_team
 from harness.agent import Agent, AgentConfig
 from harness.model.scripted import ScriptedModel
 from harness.ports import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from harness.tools.base import PermissionRequest, PolicyVerdict, Tool, ToolContext, ToolOutput
+from harness.tools.base import Tool, ToolContext, ToolOutput
 from harness.transcript import OUTCOME_UNKNOWN, Transcript, load_transcript
-from mailboxes.crashpoints import CrashPlan, parse_crash_at
 from mailboxes.events import MemberSpawned, draft
+from teamctl_base.crashpoints import CrashPlan, parse_crash_at
 from tests.actors.runtime.runtime_support import (
     Gate,
     runtime,
@@ -44,6 +44,7 @@ from tests.support.crash_team import (
     running,
     seed_team,
 )
+from tests.support.fakes import AllowAll
 
 __all__ = ["stop_actors"]
 
@@ -189,7 +190,7 @@ for i in range(1, 6):
 """
 
 
-@pytest.mark.parametrize("module", ["mailboxes.crashpoints", "harness.crashpoints"])
+@pytest.mark.parametrize("module", ["teamctl_base.crashpoints"])
 @pytest.mark.parametrize(("value", "last", "code"), [("p:3", 3, -9), ("p", 1, -9), ("q", 5, 0)])
 def test_the_process_is_killed_at_the_selected_passage(
     module: str, value: str, last: int, code: int
@@ -225,7 +226,7 @@ def test_mail_is_acked_once_the_answer_is_persisted_before_its_tools_run(
     rt = runtime(root, ScriptedModel(script), tools=tools_with(stuck_tool(gate)))
     stop_actors.append(rt)
     rt.start()
-    rt.send("user", "lead", "message", {"text": "go"})
+    rt.services.send("user", "lead", "message", {"text": "go"})
     try:
         assert gate.entered.wait(30)
         assert rt.mailbox.counts("lead") == (0, 1)  # in cur/ while the tool still runs
@@ -246,20 +247,10 @@ def test_a_hosted_member_gets_its_inbox_back(tmp_path: Path, stop_actors: list[A
     rt = runtime(root, ScriptedModel(script))
     stop_actors.append(rt)
     rt.start()
-    rt.send("lead", "w1", "message", {"text": "hello"})
+    rt.services.send("lead", "w1", "message", {"text": "hello"})
     assert rt.wait_idle(timeout=30)
     assert rt.board.refresh().members["w1"].status != "crashed"
     assert rt.mailbox.counts("w1") == (0, 1)
-
-
-class _AllowAll:
-    def before(
-        self, call: ToolUseBlock, request: PermissionRequest, ctx: ToolContext
-    ) -> PolicyVerdict:
-        return PolicyVerdict("allow")
-
-    def after(self, call: ToolUseBlock, output: ToolOutput, ctx: ToolContext) -> str | None:
-        return None
 
 
 class _EmptyInput(BaseModel):
@@ -301,7 +292,7 @@ def test_resume_does_not_rerun_a_call_that_only_counts_as_read_only(tmp_path: Pa
         AgentConfig(name="lead", model="m"),
         root=tmp_path,
         model=ScriptedModel({"agents": {"lead": {"rules": []}}}),
-        policy=_AllowAll(),
+        policy=AllowAll(),
         transcript_dir=tmp_path / ".team" / "transcripts",
         extra_tools=[counter],
         resume=True,

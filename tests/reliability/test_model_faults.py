@@ -28,6 +28,7 @@ from harness.model.fakeapi import FakeMessagesServer
 from harness.model.scripted import Fault
 from harness.ports import Message, ModelRequest, TextBlock
 from tests.actors.runtime.runtime_support import runtime, stop_actors, team_repo
+from tests.support.fakes import FakeClock
 from tests.support.fault_api import KINDS, AgentClock, FaultyApi, RecordingGate
 from tests.support.oracle import assert_nothing_lost
 
@@ -168,20 +169,8 @@ def _team_through_faults(tmp_path: Path, stop_actors: list[Any], *, seed: int, r
 # -- the gate, deterministically -------------------------------------------------------------
 
 
-class FakeClock:
-    def __init__(self, start: float = 5_000.0) -> None:
-        self.t = start
-        self.sleeps: list[float] = []
-
-    def now(self) -> float:
-        return self.t
-
-    def monotonic(self) -> float:
-        return self.t
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.t += seconds
+T0 = 5_000.0
+"""Where the fake clocks start."""
 
 
 def _request(agent: str) -> ModelRequest:
@@ -198,7 +187,7 @@ _HELLO = {"agents": {"*": {"rules": [{"match": "(?s).", "text": "hello"}]}}}
 @pytest.mark.parametrize("kind", ["rate_limit", "overloaded"])
 def test_a_wait_told_to_one_client_holds_the_others(kind: str) -> None:
     gate = BackoffGate()
-    clocks = {name: FakeClock() for name in ("a", "b", "c")}
+    clocks = {name: FakeClock(T0) for name in ("a", "b", "c")}
     with FakeMessagesServer(_HELLO, faults=[Fault.model_validate({"kind": kind})]) as server:
         models = {
             name: AnthropicModel(
@@ -206,10 +195,10 @@ def test_a_wait_told_to_one_client_holds_the_others(kind: str) -> None:
             )
             for name, clock in clocks.items()
         }
-        alone = AnthropicModel("m", client=_client(server), clock=FakeClock())  # its own gate
+        alone = AnthropicModel("m", client=_client(server), clock=FakeClock(T0))  # its own gate
         assert models["a"].complete(_request("a")).content == (TextBlock(text="hello"),)
         [told] = clocks["a"].sleeps
-        assert told > 0 and gate.until == pytest.approx(5_000.0 + told)
+        assert told > 0 and gate.until == pytest.approx(T0 + told)
         for name in ("b", "c"):  # they never saw the fault, yet wait the same time first
             models[name].complete(_request(name))
             assert clocks[name].sleeps == [pytest.approx(told)]
@@ -222,7 +211,7 @@ def test_a_wait_told_to_one_client_holds_the_others(kind: str) -> None:
 @pytest.mark.parametrize("kind", ["server_error", "reset"])
 def test_a_failure_of_one_request_does_not_hold_the_others(kind: str) -> None:
     gate = BackoffGate()
-    clock_a, clock_b = FakeClock(), FakeClock()
+    clock_a, clock_b = FakeClock(T0), FakeClock(T0)
     with FakeMessagesServer(_HELLO, faults=[Fault.model_validate({"kind": kind})]) as server:
         a = AnthropicModel("m", client=_client(server), clock=clock_a, gate=gate)
         b = AnthropicModel("m", client=_client(server), clock=clock_b, gate=gate)

@@ -1,4 +1,4 @@
-"""The §13 oracle itself: quiet on a sound repository, and it names each kind of loss."""
+"""The nothing-lost oracle itself: quiet on a sound repository, and it names each kind of loss."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ Maildir delivery survives a cut at any fsync, and the store reopens cleanly.
 The journal, the board and the Maildir run through ``PowerLoss.fsync``; at chosen fsyncs the
 surviving state is copied out, then reopened like after a reboot (the journal repairs a torn
 tail, the board repairs projections, the Maildir drops orphans and sweeps duplicates) and checked
-with the §13 oracle against what had been acknowledged at the moment of the cut.
+with the nothing-lost oracle against what had been acknowledged at the moment of the cut.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Races between processes and threads, each ended with the §13 oracle.
+"""Races between processes and threads, each ended with the nothing-lost oracle.
 
 - claims: up to 32 processes (and 32 threads) race for one task and then drain a backlog;
 - large lines: processes append 256 KiB events at once; ``flock`` serialises them (``PIPE_BUF``

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from actors.runtime.degraded import DiskWatch, disk_full, probe_space
+from actors.runtime.supervision import DiskWatch, disk_full, probe_space
 from harness.model.scripted import ScriptedModel
 from mailboxes.errors import WriteFailed
 from mailboxes.maildir import Maildir
@@ -130,7 +130,7 @@ def test_a_full_disk_degrades_the_team_and_it_recovers_losing_nothing(
         MessageDraft.model_validate({"to": "w1", "type": "message", "body": {"text": "go ahead"}}),
     )
     disk.full = True
-    rt.wake("w1")
+    rt.hosting.wake("w1")
     assert rt.wait_until(lambda: bool(events.of("degraded")), timeout=30)
     [degraded] = events.of("degraded")
     assert "disk full" in degraded["reason"] and "No space left" in degraded["reason"]
@@ -138,7 +138,7 @@ def test_a_full_disk_degrades_the_team_and_it_recovers_losing_nothing(
     # not a crash: no crashed status, no error, no restart, the claim kept, the mail unread
     assert not _status_events(root, "crashed")
     assert not events.of("error")
-    assert rt.supervisor is not None and rt.supervisor.proxy().crashes.get() == []
+    assert rt.supervision.crashes() == []
     task = rt.board.refresh().task("task_1")
     assert (task.owner, task.epoch, task.status) == (held.owner, held.epoch, held.status)
     assert rt.mailbox.counts("w1")[0] == 1
@@ -146,19 +146,19 @@ def test_a_full_disk_degrades_the_team_and_it_recovers_losing_nothing(
     # second reaches the stalled lead and is kept for the next incarnation
     rt.submit("Status one?")
     rt.submit("Status two?")
-    assert rt.wait_until(lambda: rt._hosted["lead"].held == ["Status two?"], timeout=30)
+    assert rt.wait_until(lambda: rt.roster.held("lead") == ["Status two?"], timeout=30)
     assert not _status_events(root, "crashed") and not events.of("error")
 
     # Probes on the backoff timer keep failing while the disk is full.
     timer.fire()
     timer.fire()
     assert timer.delays == [1.0, 2.0, 5.0]
-    assert not events.of("recovered") and rt.paused()
+    assert not events.of("recovered") and rt.supervision.paused()
 
     # Space returns: the next probe recovers, w1 comes back and finishes its task.
     disk.full = False
     timer.fire()
-    assert events.of("recovered") and not rt.paused()
+    assert events.of("recovered") and not rt.supervision.paused()
     assert rt.wait_idle(timeout=60)
     task = rt.board.refresh().task("task_1")
     assert (task.status, task.owner, task.summary) == ("completed", "w1", "done after the disk")

@@ -16,9 +16,7 @@ from harness.ports import ToolResultBlock, ToolUseBlock
 from harness.settings import PermissionMode
 from harness.tools.base import (
     PermissionRequest,
-    PolicyVerdict,
     ToolContext,
-    ToolOutput,
     ToolPolicy,
 )
 from harness.tools.executor import ToolExecutor
@@ -71,18 +69,6 @@ _ids = iter(range(1, 10**9))
 
 def call(tool: str, /, **args: Any) -> ToolUseBlock:
     return ToolUseBlock(id=f"toolu_{next(_ids)}", name=tool, input=args)
-
-
-class AllowAll:
-    """An inner policy that allows everything (to test the layer above it alone)."""
-
-    def before(
-        self, call: ToolUseBlock, request: PermissionRequest, ctx: ToolContext
-    ) -> PolicyVerdict:
-        return PolicyVerdict("allow")
-
-    def after(self, call: ToolUseBlock, output: ToolOutput, ctx: ToolContext) -> str | None:
-        return None
 
 
 @dataclass

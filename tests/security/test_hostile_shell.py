@@ -232,7 +232,7 @@ def test_exfiltration_is_asked_or_denied(root: Path, command: str) -> None:
 )
 def test_plan_mode_never_hands_flagged_commands_to_an_approver(root: Path, command: str) -> None:
     # Found by this suite: these were counted as read-only, so plan mode asked the approver
-    # (which could say yes) instead of refusing. Fixed in harness/shell/policy.py.
+    # (which could say yes) instead of refusing. Fixed in harness/permissions/shell.py.
     (root / "evil.sh").write_text("touch pwned\n")
     s = stack(root, mode="plan", allow=["Bash"])
     assert s.outcome("bash", command=command) == "denied"

@@ -269,7 +269,8 @@ def test_required_sandbox_refuses_to_run_unsandboxed(root: Path, tmp_path: Path)
     ctx = ToolContext(agent="ann", root=root, cwd=root, extra={SANDBOX_KEY: sandbox})
     from harness.tools.executor import ToolExecutor
     from harness.tools.registry import ToolRegistry
-    from tests.security.support import AllowAll, call
+    from tests.security.support import call
+    from tests.support.fakes import AllowAll
 
     ex = ToolExecutor(ToolRegistry([BashTool()]), AllowAll())
     [result] = ex.run_batch([call("bash", command="touch should-not-exist")], ctx)

@@ -1,2 +1,2 @@
-"""Test tools shared by the reliability suites: the §13 oracle, the power-loss simulation,
+"""Test tools shared by the reliability suites: the nothing-lost oracle, the power-loss simulation,
 child-process helpers and the Hypothesis profiles."""

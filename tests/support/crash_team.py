@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,10 +25,10 @@ import yaml
 
 from actors.factory import init_team, open_team
 from actors.jobs.scheduler import schedule_cron
-from harness.clock import UuidIds
 from mailboxes.events import Event
 from mailboxes.journal.store import FileJournal
 from mailboxes.messages import MessageDraft
+from teamctl_base.clock import SystemClock, UuidIds
 from tests.support.oracle import check_repository, journal_events
 
 TEAMCTL = str(Path(sys.executable).parent / "teamctl")
@@ -117,17 +116,15 @@ def _teammate(name: str) -> dict[str, Any]:
 SCRIPT: dict[str, Any] = {"agents": {"lead": _LEAD, "w1": _teammate("w1"), "w2": _teammate("w2")}}
 
 
-class _Earlier:
-    """A clock ``offset_s`` behind the wall clock (to back-date a ``cron.scheduled``)."""
+class _Earlier(SystemClock):
+    """The real clock with its wall time ``offset_s`` behind (to back-date a
+    ``cron.scheduled``)."""
 
     def __init__(self, offset_s: float) -> None:
         self.offset_s = offset_s
 
     def now(self) -> float:
-        return time.time() - self.offset_s
-
-    def monotonic(self) -> float:
-        return time.monotonic()
+        return super().now() - self.offset_s
 
 
 def seed_team(tmp_path: Path, script: dict[str, Any] = SCRIPT) -> tuple[Path, Path]:

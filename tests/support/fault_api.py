@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 import threading
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,6 +12,7 @@ from harness.model.backoff import BackoffGate
 from harness.model.fakeapi import FakeMessagesServer
 from harness.model.scripted import Fault
 from harness.ports import Clock
+from teamctl_base.clock import SystemClock
 
 KINDS = ("rate_limit", "overloaded", "server_error", "reset", "stream_error", "stream_reset")
 
@@ -50,24 +50,18 @@ class FaultyApi(FakeMessagesServer):
         return Fault.model_validate({"kind": kind, "retry_after": self.retry_after})
 
 
-class AgentClock:
-    """The wall clock, with every sleep recorded as ``(agent, seconds)`` in a shared log."""
+class AgentClock(SystemClock):
+    """The real clock, with every sleep recorded as ``(agent, seconds)`` in a shared log."""
 
     def __init__(self, agent: str, log: list[tuple[str, float]], lock: threading.Lock) -> None:
         self.agent = agent
         self._log = log
         self._lock = lock
 
-    def now(self) -> float:
-        return time.time()
-
-    def monotonic(self) -> float:
-        return time.monotonic()
-
     def sleep(self, seconds: float) -> None:
         with self._lock:
             self._log.append((self.agent, seconds))
-        time.sleep(max(0.0, seconds))
+        super().sleep(seconds)
 
 
 class RecordingGate(BackoffGate):

@@ -1,4 +1,5 @@
-"""DESIGN §13 as one reusable check: "nothing lost" over a repository folder.
+"""The nothing-lost oracle as one reusable check over a repository folder
+(docs/RELIABILITY.md, "How the evidence is produced").
 
 Every fault test ends with ``assert_nothing_lost(root, ...)``. The check is read-only (it never
 opens a ``FileJournal``, which would repair a torn tail) and returns every violation it finds,
@@ -28,8 +29,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from actors.board.fold import fold_all
 from actors.board.projections import verify
-from actors.board.state import EMPTY, TeamState, fold_all
+from actors.board.state import EMPTY, TeamState
 from mailboxes.events import Event
 from mailboxes.journal.frame import BadLine, decode_event, iter_lines
 from mailboxes.liveness import FlockLiveness
@@ -124,7 +126,7 @@ def check_repository(
     allow_torn_tail: bool = False,
     check_processes: bool = True,
 ) -> list[str]:
-    """Every §13 violation in the repository at ``root`` (empty = nothing lost)."""
+    """Every nothing-lost violation in the repository at ``root`` (empty = nothing lost)."""
     team = Path(root) / ".team"
     violations: list[str] = []
     events, problems = journal_events(team / "journal.jsonl")

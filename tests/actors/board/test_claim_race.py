@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from actors.board.board import Board
+from actors.board.fold import fold_all
 from actors.board.projections import Projections, verify
-from actors.board.state import EMPTY, fold_all
+from actors.board.state import EMPTY
 from mailboxes.events import Event
 from mailboxes.journal.memory import MemoryEventStore
 from mailboxes.journal.store import FileJournal
@@ -25,7 +26,7 @@ DRAIN_TASKS = 24
 
 
 def check_journal(events: Iterable[Event]) -> dict[str, int]:
-    """The §13 oracle for claims, from the raw events: every claim took a free, ready task at
+    """The oracle for claims, from the raw events: every claim took a free, ready task at
     the next epoch by an owner holding nothing; every completion was by the current holder.
     Returns how many times each task was completed."""
     status: dict[str, str] = {}

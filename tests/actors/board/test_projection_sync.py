@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from actors.board.board import Board
+from actors.board.fold import fold_all
 from actors.board.projections import Projections, verify
-from actors.board.state import EMPTY, TeamState, fold_all
+from actors.board.state import EMPTY, TeamState
 from mailboxes.journal.store import FileJournal
 
 COMMANDS = 12

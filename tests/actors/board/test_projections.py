@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from actors.board.board import Board
+from actors.board.fold import fold_all
 from actors.board.projections import Projections, verify
-from actors.board.state import EMPTY, fold_all
+from actors.board.state import EMPTY
 from actors.errors import TeamError
 from mailboxes import events as ev
 from mailboxes.journal.store import FileJournal

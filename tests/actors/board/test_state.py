@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from actors.board.state import EMPTY, StateGap, TeamState, fold, fold_all, task_number
+from actors.board.fold import StateGap, fold, fold_all
+from actors.board.state import EMPTY, TeamState, task_number
 from actors.errors import UnknownTask
 from mailboxes import events as ev
 

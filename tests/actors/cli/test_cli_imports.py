@@ -1,4 +1,5 @@
-"""Start-up budget as behaviour: the CLI path never imports the heavy libraries (DESIGN §12)."""
+"""Start-up budget as behaviour: the CLI path never imports the heavy libraries
+(docs/ARCHITECTURE.md, "Start-up and benchmarks")."""
 
 from __future__ import annotations
 

@@ -10,10 +10,9 @@ import pytest
 
 from actors.jobs.actor import JobsHandle
 from actors.jobs.scheduler import MaildirDelivery
-from harness.clock import UuidIds
-from mailboxes.journal.base import WallClock
 from mailboxes.journal.store import FileJournal
 from mailboxes.messages import MessageDraft
+from teamctl_base.clock import SystemClock, UuidIds
 from tests.actors.cli.cli_support import fails, git_repo, ok, ok_json
 from tests.actors.jobs.cron_support import stop_actors
 
@@ -80,7 +79,7 @@ def test_jobs_lists_running_and_finished(repo: Path) -> None:
     deliver = Signal(repo / ".team" / "mailboxes")
     try:
         jobs = JobsHandle.start(
-            journal, deliver, jobs_dir=repo / ".team" / "jobs", clock=WallClock(), ids=UuidIds()
+            journal, deliver, jobs_dir=repo / ".team" / "jobs", clock=SystemClock(), ids=UuidIds()
         )
         view = jobs.start_job("echo done; exit 4", cwd=repo, owner="lead")
         assert deliver.done.wait(20)

@@ -108,7 +108,7 @@ def test_the_status_line_follows_the_team_on_its_events(
     feed.attach(LiveSource(rt.team))
     assert lines.wait_for("── lead")
     rt.board.create("slow work")
-    rt.spawn_teammate(TeammateSpec(name="w1"), by="lead")
+    rt.services.spawn_teammate(TeammateSpec(name="w1"), by="lead")
     assert gate.entered.wait(30)
     assert lines.wait_for("w1 working on task_1 · tasks 1 in progress, 0 ready")
     gate.release.set()

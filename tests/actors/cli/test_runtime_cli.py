@@ -50,8 +50,8 @@ def test_stop_asks_a_hosted_teammate_and_force_records_an_unhosted_one(
     )
     stop_actors.append(rt)
     rt.start()
-    rt.spawn_teammate(TeammateSpec(name="w1"), by="lead")
-    rt.spawn_teammate(TeammateSpec(name="w2"), by="lead")
+    rt.services.spawn_teammate(TeammateSpec(name="w1"), by="lead")
+    rt.services.spawn_teammate(TeammateSpec(name="w2"), by="lead")
     assert "asked w1 to shut down" in ok(["stop", "w1"]).stdout
     assert rt.wait_until(lambda: rt.board.refresh().members["w1"].status == "stopped", 30)
     assert "stop it now" in ok(["stop", "w2", "--force"]).stdout
@@ -113,7 +113,7 @@ def test_the_console_talks_to_the_lead_and_runs_slash_commands(
     stop_actors.append(rt)
     rt.start()
     rt.board.create("a task")
-    rt.spawn_teammate(TeammateSpec(name="w1"), by="lead")
+    rt.services.spawn_teammate(TeammateSpec(name="w1"), by="lead")
     lines = "/tasks\nhello lead\n/stop w1\n/approve perm-nope\n/status\n/quit\nnever read\n"
     monkeypatch.setattr("sys.stdin", io.StringIO(lines))
     _console(rt)

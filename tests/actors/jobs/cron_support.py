@@ -1,5 +1,6 @@
-"""Fakes shared by the scheduler, jobs and cron CLI tests: a hand-driven clock, a timer that
-only records what was armed, deterministic ids, and the fixture that stops every actor."""
+"""Fakes shared by the scheduler, jobs and cron CLI tests: a timer that only records what was
+armed, deterministic ids, and the fixture that stops every actor (the hand-driven clock is
+``tests.support.fakes.FakeClock``)."""
 
 from __future__ import annotations
 
@@ -7,33 +8,9 @@ import itertools
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 
 import pykka
 import pytest
-
-
-class FakeClock:
-    """Wall time that moves only when a test says so."""
-
-    def __init__(self, start: datetime | float) -> None:
-        self._now = start.timestamp() if isinstance(start, datetime) else float(start)
-        self._lock = threading.Lock()
-
-    def now(self) -> float:
-        with self._lock:
-            return self._now
-
-    def monotonic(self) -> float:
-        return self.now()
-
-    def set(self, when: datetime | float) -> None:
-        with self._lock:
-            self._now = when.timestamp() if isinstance(when, datetime) else float(when)
-
-    def advance(self, seconds: float) -> None:
-        with self._lock:
-            self._now += seconds
 
 
 @dataclass

@@ -21,10 +21,7 @@ from actors.jobs.proc import same_process, start_time
 from actors.jobs.scheduler import MaildirDelivery, message_id
 from harness.ports import ToolUseBlock
 from harness.tools.base import (
-    PermissionRequest,
-    PolicyVerdict,
     ToolContext,
-    ToolOutput,
 )
 from harness.tools.bash import BashTool
 from harness.tools.executor import ToolExecutor
@@ -34,6 +31,7 @@ from mailboxes.journal.store import FileJournal
 from mailboxes.maildir import Maildir
 from mailboxes.messages import Envelope, MessageDraft
 from tests.actors.jobs.cron_support import SeqIds, stop_actors
+from tests.support.fakes import AllowAll
 
 __all__ = ["stop_actors"]
 
@@ -53,13 +51,13 @@ class Env:
         self.sent: list[str] = []
 
     def start(self, **kwargs: object) -> JobsHandle:
-        from mailboxes.journal.base import WallClock
+        from teamctl_base.clock import SystemClock
 
         return JobsHandle.start(
             self.journal,
             SignallingDelivery(self.team / "mailboxes", self),
             jobs_dir=self.jobs_dir,
-            clock=WallClock(),
+            clock=SystemClock(),
             ids=self.ids,
             kill_grace_s=kwargs.pop("kill_grace_s", 0.5),
             **kwargs,
@@ -257,16 +255,6 @@ def test_crash_between_finish_and_notification_is_redelivered(env: Env) -> None:
     assert env.sent == ["lead", "lead"]
     assert env.maildir.pending("lead") == []
     assert first.id == message_id("job", view.job_id, "finished")
-
-
-class AllowAll:
-    def before(
-        self, call: ToolUseBlock, request: PermissionRequest, ctx: ToolContext
-    ) -> PolicyVerdict:
-        return PolicyVerdict("allow")
-
-    def after(self, call: ToolUseBlock, output: ToolOutput, ctx: ToolContext) -> str | None:
-        return None
 
 
 def test_bash_run_in_background_goes_through_the_job_runner(env: Env) -> None:

@@ -15,7 +15,8 @@ from mailboxes.events import Event
 from mailboxes.journal.store import FileJournal
 from mailboxes.maildir import Maildir
 from mailboxes.messages import MessageDraft
-from tests.actors.jobs.cron_support import FakeClock, FakeTimers, SeqIds, stop_actors
+from tests.actors.jobs.cron_support import FakeTimers, SeqIds, stop_actors
+from tests.support.fakes import FakeClock
 
 __all__ = ["stop_actors"]
 

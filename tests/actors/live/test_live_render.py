@@ -21,7 +21,7 @@ def _text(snap: Snapshot, **kwargs: int) -> str:
 
 def test_busy_team_shows_members_tasks_inboxes_jobs_crons_worktrees(tmp_path: Path) -> None:
     from actors.jobs.scheduler import schedule_cron
-    from harness.clock import UuidIds
+    from teamctl_base.clock import UuidIds
 
     team = new_team(tmp_path)
     try:

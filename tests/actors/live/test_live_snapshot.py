@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from actors.board.state import EMPTY, fold_all
+from actors.board.fold import fold_all
+from actors.board.state import EMPTY
 from actors.factory import Team
 from actors.jobs.cron import CronView
-from actors.jobs.proc import JobView
 from actors.jobs.scheduler import schedule_cron
+from actors.jobs.table import JobView
 from actors.live.snapshot import RECENT_JOBS
 from actors.live.view import (
     LiveSource,
@@ -27,9 +28,9 @@ from actors.live.view import (
     load_snapshot,
     render,
 )
-from harness.clock import UuidIds
 from mailboxes.events import Event, JobStarted, MemberStatusChanged
 from mailboxes.messages import MessageDraft
+from teamctl_base.clock import UuidIds
 from tests.actors.live.live_support import journal, new_team, populate
 
 

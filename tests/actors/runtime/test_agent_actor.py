@@ -3,6 +3,7 @@ it succeeded; wakes during a turn coalesce; failures go to the host, never out o
 
 from __future__ import annotations
 
+import errno
 import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -11,26 +12,16 @@ from typing import Any
 import pykka
 import pytest
 
-from actors.messages import UserInput, Wake
+from actors.messages import BoardChanged, UserInput, Wake
 from actors.runtime.agent_actor import AgentActor, format_envelope
 from actors.runtime.lead import Lead
 from harness.agent import Agent, AgentConfig
 from harness.errors import ModelError
 from harness.model.scripted import ScriptedModel, latest_input
-from harness.ports import ModelRequest, ModelResponse, ToolUseBlock
-from harness.tools.base import PermissionRequest, PolicyVerdict, ToolContext, ToolOutput
+from harness.ports import ModelRequest, ModelResponse
 from mailboxes.maildir import Maildir
 from mailboxes.messages import Envelope, MessageDraft
-
-
-class AllowAll:
-    def before(
-        self, call: ToolUseBlock, request: PermissionRequest, ctx: ToolContext
-    ) -> PolicyVerdict:
-        return PolicyVerdict("allow")
-
-    def after(self, call: ToolUseBlock, output: ToolOutput, ctx: ToolContext) -> str | None:
-        return None
+from tests.support.fakes import AllowAll
 
 
 class GatedModel:
@@ -53,14 +44,20 @@ class GatedModel:
 
 
 class FakeHost:
+    """An ``AgentHost`` recording what the actor tells it."""
+
     def __init__(self, root: Path) -> None:
         self.mailbox = Maildir(root / "mailboxes")
-        self.board: Any = None
         self.statuses: list[str] = []
         self.failures: list[str] = []
         self.failed_event = threading.Event()
         self.idle = threading.Event()
+        self.busy = threading.Event()
         self.events: list[Mapping[str, Any]] = []
+        self.pause = False
+        self.stalls: list[str] = []
+        self.stalled = threading.Event()
+        self.held: list[str] = []
 
     def set_status(self, name: str, status: str, reason: str = "") -> None:
         self.statuses.append(status)
@@ -70,6 +67,10 @@ class FakeHost:
     def set_busy(self, name: str, busy: bool) -> None:
         if busy:
             self.idle.clear()
+            self.busy.set()
+
+    def input_taken(self, name: str) -> None:
+        pass
 
     def emit(self, event: Mapping[str, Any]) -> None:
         self.events.append(event)
@@ -78,17 +79,15 @@ class FakeHost:
         self.failures.append(error)
         self.failed_event.set()
 
-    def send(self, sender: str, to: str, type: str, body: Any, **kw: Any) -> list[Envelope]:
-        return self.mailbox.deliver(sender, MessageDraft(to=to, type=type, body=dict(body)))
+    def paused(self) -> bool:
+        return self.pause
 
-    def member_done(self, name: str, reason: str) -> None:
-        pass
+    def storage_failed(self, name: str, error: str, generation: int) -> None:
+        self.stalls.append(error)
+        self.stalled.set()
 
-    def input_taken(self, name: str) -> None:
-        pass
-
-    def worktree(self, name: str, *, claimed: bool) -> Path | None:
-        return None
+    def hold_input(self, name: str, text: str) -> None:
+        self.held.append(text)
 
 
 @pytest.fixture(autouse=True)
@@ -191,6 +190,41 @@ def test_a_handler_exception_is_reported_not_raised(tmp_path: Path) -> None:
     assert host.failed_event.wait(30)
     assert host.failures == ["RuntimeError: boom"]
     assert ref.is_alive()
+
+
+def test_a_full_disk_stalls_the_incarnation_and_later_input_is_held_for_the_next(
+    tmp_path: Path,
+) -> None:
+    class DiskFull(AgentActor):
+        def on_turn_start(self) -> None:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    host = FakeHost(tmp_path)
+    host.mailbox.ensure_inbox("lead")
+    model = ScriptedModel({"agents": {"lead": {"rules": []}}})
+    agent = Agent(AgentConfig(name="lead"), root=tmp_path, model=model, policy=AllowAll())
+    ref = DiskFull.start(agent, host)
+    ref.tell(UserInput(text="go"))
+    assert host.stalled.wait(30)
+    assert host.stalls == ["disk full: [Errno 28] No space left on device"]
+    assert host.failures == []  # not a crash
+    assert ref.ask(UserInput(text="later"), timeout=30) is None
+    assert host.held == ["later"]
+
+
+def test_a_paused_host_parks_the_model_call_until_a_wake(tmp_path: Path) -> None:
+    model = GatedModel({"agents": {"lead": {"rules": [{"match": "go", "text": "went"}]}}})
+    model.gate.set()
+    ref, host = _lead(tmp_path, model)
+    host.pause = True
+    ref.tell(UserInput(text="go"))
+    assert host.busy.wait(30)  # the turn is open; its first step is queued
+    assert ref.ask(BoardChanged(), timeout=30) is None  # handled after that step
+    assert model.inputs == []  # parked: no model call while paused
+    host.pause = False
+    ref.tell(Wake(reason="recovered"))
+    assert host.idle.wait(30)
+    assert model.inputs == ["go"]
 
 
 def test_format_envelope_shows_sender_type_text_and_fields() -> None:

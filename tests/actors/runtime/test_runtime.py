@@ -117,12 +117,12 @@ def test_duplicate_teammate_names_are_refused(tmp_path: Path, stop_actors: list[
     rt = runtime(root, model)
     stop_actors.append(rt)
     rt.start()
-    rt.spawn_teammate(TeammateSpec(name="w1"), by="lead")
+    rt.services.spawn_teammate(TeammateSpec(name="w1"), by="lead")
     with pytest.raises(DuplicateMember):
-        rt.spawn_teammate(TeammateSpec(name="w1"), by="lead")
+        rt.services.spawn_teammate(TeammateSpec(name="w1"), by="lead")
     with pytest.raises(DuplicateMember):
-        rt.spawn_teammate(TeammateSpec(name="lead"), by="lead")
-    assert [m.name for m in rt.members()] == ["lead", "w1"]
+        rt.services.spawn_teammate(TeammateSpec(name="lead"), by="lead")
+    assert [m.name for m in rt.services.members()] == ["lead", "w1"]
     assert rt.wait_idle(timeout=30)
 
 
@@ -137,9 +137,9 @@ def test_spawn_with_a_task_claims_it_first_and_a_failed_claim_means_no_teammate(
     rt.board.create("first")
     blocked = rt.board.create("second", blocked_by=["task_1"])
     with pytest.raises(TeamError):
-        rt.spawn_teammate(TeammateSpec(name="w9", task_id=blocked.id), by="lead")
+        rt.services.spawn_teammate(TeammateSpec(name="w9", task_id=blocked.id), by="lead")
     assert "w9" not in rt.board.refresh().members
-    rt.spawn_teammate(TeammateSpec(name="w1", task_id="task_1"), by="lead")
+    rt.services.spawn_teammate(TeammateSpec(name="w1", task_id="task_1"), by="lead")
     assert rt.wait_until(lambda: rt.board.refresh().tasks["task_2"].status == "completed", 30)
     assert rt.board.state.tasks["task_1"].owner == "w1"
 
@@ -155,7 +155,7 @@ def test_a_second_runtime_on_the_same_repository_is_refused(
     second = runtime(root, model)
     with pytest.raises(RuntimeBusy, match="teamctl join"):
         second.start()
-    assert first.members()[0].hosted_here
+    assert first.services.members()[0].hosted_here
 
 
 def test_a_message_to_a_stopped_teammate_is_an_error(
@@ -166,9 +166,9 @@ def test_a_message_to_a_stopped_teammate_is_an_error(
     rt = runtime(root, model)
     stop_actors.append(rt)
     rt.start()
-    rt.spawn_teammate(TeammateSpec(name="w1"), by="lead")
+    rt.services.spawn_teammate(TeammateSpec(name="w1"), by="lead")
     assert rt.force_stop("w1")
     assert rt.board.refresh().members["w1"].status == "stopped"
     with pytest.raises(TeamError, match="stopped"):
-        rt.send("lead", "w1", "message", {"text": "hello?"})
+        rt.services.send("lead", "w1", "message", {"text": "hello?"})
     assert not rt.team.liveness.is_alive("w1")

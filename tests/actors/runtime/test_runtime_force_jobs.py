@@ -1,4 +1,4 @@
-"""``teamctl stop --force NAME`` also kills that teammate's own background jobs (DESIGN §9):
+"""``teamctl stop --force NAME`` also kills that teammate's own background jobs:
 the runtime hosting it sees the forced request in the journal, stops it, and asks the Jobs actor
 to kill the jobs it owns; other members' jobs keep running."""
 
@@ -48,11 +48,11 @@ def test_a_forced_stop_kills_the_teammates_jobs_only(
     stop_actors.append(rt)
     rt.start()
     task = rt.board.create("long build")
-    rt.spawn_teammate(TeammateSpec(name="w1", task_id=task.id), by="lead")
+    rt.services.spawn_teammate(TeammateSpec(name="w1", task_id=task.id), by="lead")
     rt.submit("start yours")
 
     def running() -> dict[str, Any]:
-        return {j.owner: j for j in rt.jobs.list() if j.status == "running"}
+        return {j.owner: j for j in rt.background.jobs.list() if j.status == "running"}
 
     assert rt.wait_until(lambda: set(running()) == {"lead", "w1"}, timeout=60)
     jobs = running()
@@ -63,7 +63,7 @@ def test_a_forced_stop_kills_the_teammates_jobs_only(
     assert rt.wait_until(lambda: rt.board.refresh().members["w1"].status == "stopped", 60)
     assert mine.pid is not None and lead.pid is not None
     wait_gone(mine.pid)
-    status = {j.job_id: j.status for j in rt.jobs.list()}
+    status = {j.job_id: j.status for j in rt.background.jobs.list()}
     assert status[mine.job_id] == "killed"
     assert status[lead.job_id] == "running" and alive(lead.pid)
     assert rt.board.refresh().tasks[task.id].owner is None  # its claim was released

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from harness.headless import EXIT_OK, default_policy_factory, run_ask
+from actors.cli.ask import default_policy_factory
+from harness.headless import EXIT_OK, run_ask
 from harness.model.scripted import ScriptedModel
 from harness.shell.sandbox import probe_bwrap
 from tests.actors.runtime.runtime_support import runtime, stop_actors, team_repo

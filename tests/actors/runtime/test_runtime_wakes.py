@@ -12,8 +12,9 @@ from actors.services import TeammateSpec
 from actors.settings import Settings, TeamSettings
 from harness.model.scripted import ScriptedModel
 from harness.ports import ModelRequest, ModelResponse
-from tests.actors.jobs.cron_support import FakeClock, FakeTimers
+from tests.actors.jobs.cron_support import FakeTimers
 from tests.actors.runtime.runtime_support import runtime, stop_actors, team_repo
+from tests.support.fakes import FakeClock
 
 __all__ = ["stop_actors"]
 
@@ -54,18 +55,18 @@ def test_a_cron_firing_wakes_the_lead_and_is_acked_by_its_model_call(
     rt = runtime(root, model, scheduler=True, clock=clock, cron_timer=FakeTimers())
     stop_actors.append(rt)
     rt.start()
-    view = rt.schedule_cron(
+    view = rt.services.schedule_cron(
         "*/5 * * * *", "check the build", recurring=True, tz="UTC", owner="lead"
     )
-    assert [c.cron_id for c in rt.list_crons()] == [view.cron_id]
+    assert [c.cron_id for c in rt.services.list_crons()] == [view.cron_id]
     clock.advance(6 * 60)
-    assert rt.scheduler.fire_due()
+    assert rt.background.scheduler.fire_due()
     assert rt.wait_until(lambda: model.calls("lead") == 1, timeout=30)
     assert rt.wait_idle(timeout=30)
     model.assert_consumed()
     assert [m["type"] for m in _cur(root, "lead")] == ["cron_fired"]
-    rt.cancel_cron(view.cron_id, by="lead")
-    assert rt.list_crons() == []
+    rt.services.cancel_cron(view.cron_id, by="lead")
+    assert rt.services.list_crons() == []
 
 
 def test_a_background_job_finishing_wakes_the_lead(tmp_path: Path, stop_actors: list[Any]) -> None:
@@ -117,7 +118,7 @@ def test_an_idle_teammate_stops_after_the_idle_timeout(
     rt = runtime(root, ScriptedModel({"agents": {}}), settings=settings, idle_timer=timer)
     stop_actors.append(rt)
     rt.start()
-    rt.spawn_teammate(TeammateSpec(name="w1"), by="lead")
+    rt.services.spawn_teammate(TeammateSpec(name="w1"), by="lead")
     assert rt.wait_until(lambda: bool(armed), timeout=30)
     delay, fire = armed[0]
     assert delay == 120
@@ -147,7 +148,7 @@ def test_the_lead_sees_the_team_state_in_its_prompt_on_every_call(
     rt.board.create("write the parser")
     rt.submit("hello")
     assert rt.wait_idle(timeout=30)
-    rt.spawn_teammate(TeammateSpec(name="w1", role="parser"), by="lead")
+    rt.services.spawn_teammate(TeammateSpec(name="w1", role="parser"), by="lead")
     assert rt.wait_idle(timeout=30)
     rt.submit("and now?")
     assert rt.wait_idle(timeout=30)

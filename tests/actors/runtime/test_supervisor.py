@@ -34,7 +34,7 @@ def test_a_teammate_whose_model_keeps_failing_crashes_and_is_restarted_a_bounded
     stop_actors.append(rt)
     rt.start()
     rt.board.create("doomed")
-    rt.spawn_teammate(TeammateSpec(name="w1", task_id="task_1"), by="lead")
+    rt.services.spawn_teammate(TeammateSpec(name="w1", task_id="task_1"), by="lead")
     assert rt.wait_until(lambda: len(_crashes(rt, "w1")) == 3, timeout=30)
     assert rt.wait_idle(timeout=30)
     assert model.failed_calls["w1"] == 3  # the first run and two restarts
@@ -63,7 +63,7 @@ def test_restart_policy_never_leaves_the_member_crashed(
     stop_actors.append(rt)
     rt.start()
     rt.board.create("doomed")
-    rt.spawn_teammate(TeammateSpec(name="w1", task_id="task_1"), by="lead")
+    rt.services.spawn_teammate(TeammateSpec(name="w1", task_id="task_1"), by="lead")
     assert rt.wait_until(lambda: len(_crashes(rt, "w1")) == 1, timeout=30)
     assert rt.wait_idle(timeout=30)
     assert model.failed_calls["w1"] == 1

@@ -58,7 +58,7 @@ def test_brief_names_task_dependencies_and_cwd_and_idle_notification_carries_the
     rt.board.create("second", "build on it", blocked_by=[first.id])
     claim = rt.board.claim(first.id, "someone", human=True)
     rt.board.complete(first.id, "someone", claim.epoch, "base laid")
-    rt.spawn_teammate(TeammateSpec(name="w1"), by="lead")
+    rt.services.spawn_teammate(TeammateSpec(name="w1"), by="lead")
     assert rt.wait_idle(timeout=30)
     assert rt.board.state.tasks["task_2"].status == "completed"
     notes = [m for m in _mail(root, "lead") if m["type"] == "idle_notification"]
@@ -99,10 +99,10 @@ def test_a_tool_raising_system_exit_does_not_stop_any_actor(
     stop_actors.append(rt)
     rt.start()
     rt.board.create("risky")
-    rt.spawn_teammate(TeammateSpec(name="w1"), by="lead")
+    rt.services.spawn_teammate(TeammateSpec(name="w1"), by="lead")
     assert rt.wait_idle(timeout=30)
     assert rt.board.state.tasks["task_1"].summary == "survived"
-    assert {m.name: m.status for m in rt.members()} == {"lead": "idle", "w1": "idle"}
+    assert {m.name: m.status for m in rt.services.members()} == {"lead": "idle", "w1": "idle"}
     rt.submit("still there?")
     assert rt.wait_idle(timeout=30)
     assert rt.board.refresh().members["lead"].status == "idle"
@@ -138,7 +138,7 @@ def test_teammate_idle_hook_exit_2_keeps_it_working_once(
     stop_actors.append(rt)
     rt.start()
     rt.board.create("work")
-    rt.spawn_teammate(TeammateSpec(name="w1"), by="lead")
+    rt.services.spawn_teammate(TeammateSpec(name="w1"), by="lead")
     assert rt.wait_idle(timeout=30)
     model.assert_consumed()
     assert [p["agent_name"] for p in seen] == ["w1", "w1"]
@@ -171,8 +171,8 @@ def test_without_an_assignment_or_an_approved_plan_a_teammate_cannot_write(
     rt = runtime(root, model)
     stop_actors.append(rt)
     rt.start()
-    rt.spawn_teammate(TeammateSpec(name="w1"), by="lead")
-    rt.send("lead", "w1", "message", {"text": "please write a.txt"})
+    rt.services.spawn_teammate(TeammateSpec(name="w1"), by="lead")
+    rt.services.send("lead", "w1", "message", {"text": "please write a.txt"})
     assert rt.wait_idle(timeout=30)
     model.assert_consumed()
     assert not (root / "a.txt").exists()
@@ -185,8 +185,8 @@ def test_a_shutdown_request_is_answered_and_the_teammate_stops(
     rt = runtime(root, ScriptedModel({"agents": {"lead": {"rules": LEAD_RULES}}}))
     stop_actors.append(rt)
     rt.start()
-    rt.spawn_teammate(TeammateSpec(name="w1"), by="lead")
-    request_id = rt.request_shutdown("w1", by="lead")
+    rt.services.spawn_teammate(TeammateSpec(name="w1"), by="lead")
+    request_id = rt.services.request_shutdown("w1", by="lead")
     assert rt.wait_until(lambda: rt.board.refresh().members["w1"].status == "stopped", 30)
     assert rt.wait_idle(timeout=30)
     types = [e.type for e in rt.team.journal.read_from(1)]
@@ -219,9 +219,9 @@ def test_a_teammate_that_ignores_a_shutdown_request_is_stopped_after_the_timeout
     try:
         rt.start()
         rt.board.create("endless")
-        rt.spawn_teammate(TeammateSpec(name="w1"), by="lead")
+        rt.services.spawn_teammate(TeammateSpec(name="w1"), by="lead")
         assert gate.entered.wait(30)
-        rt.request_shutdown("w1", by="lead")
+        rt.services.request_shutdown("w1", by="lead")
         assert rt.wait_until(lambda: rt.board.refresh().members["w1"].status == "stopped", 30)
         task = rt.board.state.tasks["task_1"]
         assert task.status == "pending" and task.owner is None

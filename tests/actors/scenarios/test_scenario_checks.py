@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from actors.board.state import EMPTY, fold_all
+from actors.board.fold import fold_all
+from actors.board.state import EMPTY
 from actors.scenarios.facts import Facts
 from actors.scenarios.invariants import INVARIANTS
 from harness.ports import Message, TextBlock, ToolResultBlock, ToolUseBlock

@@ -11,26 +11,11 @@ from actors.worktrees.confine import Confinement, confine_policy, confined_conte
 from harness.permissions.checks import Permissions
 from harness.permissions.policy import HarnessPolicy
 from harness.ports import ToolUseBlock
-from harness.tools.base import PermissionRequest, PolicyVerdict, ToolContext, ToolOutput
+from harness.tools.base import PermissionRequest
 from tests.actors.worktrees.worktree_support import Env, env
+from tests.support.fakes import AllowAll
 
 __all__ = ["env"]
-
-
-class AllowAll:
-    """An inner policy that allows everything and counts the calls it was asked about."""
-
-    def __init__(self) -> None:
-        self.asked = 0
-
-    def before(
-        self, call: ToolUseBlock, request: PermissionRequest, ctx: ToolContext
-    ) -> PolicyVerdict:
-        self.asked += 1
-        return PolicyVerdict("allow")
-
-    def after(self, call: ToolUseBlock, output: ToolOutput, ctx: ToolContext) -> str | None:
-        return None
 
 
 def _bash(command: str) -> tuple[ToolUseBlock, PermissionRequest]:
@@ -101,7 +86,7 @@ def test_shell_escapes_are_denied(two: tuple[Env, Path, Path], command: str) -> 
     text = command.format(main=env.root, theirs=theirs)
     verdict = policy.before(*_bash(text), ctx)
     assert verdict.decision == "deny", text
-    assert inner.asked == 0
+    assert inner.seen == []
 
 
 @pytest.mark.parametrize("command", ALLOWED_SHELL)
@@ -114,7 +99,7 @@ def test_work_inside_the_worktree_goes_to_the_normal_policy(
     policy = confine_policy(inner, mine, env.root)
     verdict = policy.before(*_bash(command), confined_context("w1", mine))
     assert verdict.decision == "allow", command
-    assert inner.asked == 1
+    assert inner.seen == ["bash"]
 
 
 def test_file_tools(two: tuple[Env, Path, Path]) -> None:

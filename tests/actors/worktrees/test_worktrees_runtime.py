@@ -35,8 +35,8 @@ def test_the_lead_gets_the_worktree_tools_when_the_runtime_runs_worktrees(
     rt = runtime(root, ScriptedModel(_QUIET), tools=default_tools, worktrees=worktrees)
     stop_actors.append(rt)
     rt.start()
-    lead = [t.name for t in default_tools(rt, "lead", "lead")]
-    mate = [t.name for t in default_tools(rt, "w1", "teammate")]
+    lead = [t.name for t in default_tools(rt.services, "lead", "lead")]
+    mate = [t.name for t in default_tools(rt.services, "w1", "teammate")]
     assert ("create_worktree" in lead, "merge_worktree" in lead) == (worktrees, worktrees)
     assert "create_worktree" not in mate and "merge_worktree" not in mate
     assert not any("remove" in name for name in lead)
@@ -51,7 +51,7 @@ def test_a_stopped_teammate_leaves_its_worktree_unlocked(
     stop_actors.append(rt)
     rt.start()
     rt.board.create("hold it")
-    rt.spawn_teammate(TeammateSpec(name="w1", task_id="task_1", worktree=True), by="lead")
+    rt.services.spawn_teammate(TeammateSpec(name="w1", task_id="task_1", worktree=True), by="lead")
     assert rt.wait_idle(timeout=30)
     path = str(root / ".worktrees" / "task_1")
     assert _locked(root) == [path]  # claimed: locked
@@ -81,12 +81,12 @@ def test_worktree_per_task_gives_a_task_assigned_at_spawn_its_own_worktree(
     rt = runtime(root, ScriptedModel(_QUIET), tools=default_tools, worktrees=True)
     stop_actors.append(rt)
     rt.start()
-    assert rt.worktree_per_task
+    assert rt.worktrees.per_task
     rt.board.create("assigned")
-    rt.spawn_teammate(TeammateSpec(name="w1", task_id="task_1"), by="lead")
+    rt.services.spawn_teammate(TeammateSpec(name="w1", task_id="task_1"), by="lead")
     task = rt.board.refresh().tasks["task_1"]
     assert (task.owner, task.worktree) == ("w1", "task_1")
     assert rt.wait_idle(timeout=30)
     assert _locked(root) == [str(root / ".worktrees" / "task_1")]
-    assert rt.ensure_task_worktree("task_1")  # it has one: nothing more to make
-    assert not rt.ensure_task_worktree("task_9")  # no such task
+    assert rt.worktrees.ensure_for_task("task_1")  # it has one: nothing more to make
+    assert not rt.worktrees.ensure_for_task("task_9")  # no such task

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from actors.board.state import EMPTY, TeamState, fold_all
+from actors.board.fold import fold_all
+from actors.board.state import EMPTY, TeamState
 from mailboxes import events as ev
 
 

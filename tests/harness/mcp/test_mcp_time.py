@@ -115,7 +115,8 @@ def test_teamctl_ask_uses_servers_from_mcp_json_under_the_settings_rules(tmp_pat
     """`teamctl ask` picks up `.mcp.json`; an allow rule in settings.json lets the call through."""
     import io
 
-    from harness.headless import EXIT_OK, default_policy_factory, run_ask
+    from actors.cli.ask import default_policy_factory
+    from harness.headless import EXIT_OK, run_ask
 
     time_manager(tmp_path).close()  # writes .mcp.json
     (tmp_path / ".team").mkdir(exist_ok=True)

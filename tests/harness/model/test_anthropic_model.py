@@ -14,7 +14,8 @@ from harness.model.anthropic_client import AnthropicModel
 from harness.model.fakeapi import FakeMessagesServer
 from harness.model.scripted import Fault
 from harness.ports import Message, ModelRequest, TextBlock, ToolUseBlock
-from tests.harness.conftest import FakeApiFactory, RecordingClock
+from tests.harness.conftest import FakeApiFactory
+from tests.support.fakes import FakeClock
 
 BIG_INPUT = {"path": "src/app.py", "content": "print('hello world')\n" * 8}
 SCRIPT: dict[str, Any] = {
@@ -39,7 +40,7 @@ def request(text: str = "go", *, max_tokens: int = 1000) -> ModelRequest:
 
 
 def make_model(
-    server: FakeMessagesServer, clock: RecordingClock, *, stream: bool = True, **options: Any
+    server: FakeMessagesServer, clock: FakeClock, *, stream: bool = True, **options: Any
 ) -> AnthropicModel:
     client = anthropic.Anthropic(api_key="test-key", base_url=server.base_url)
     return AnthropicModel(
@@ -60,7 +61,7 @@ def assert_whole_tool_uses(content: tuple[Any, ...]) -> None:
 
 @pytest.mark.parametrize("stream", [True, False])
 def test_text_and_tool_use_round_trip(
-    fake_api: FakeApiFactory, clock: RecordingClock, stream: bool
+    fake_api: FakeApiFactory, clock: FakeClock, stream: bool
 ) -> None:
     server = fake_api(SCRIPT)
     model = make_model(server, clock, stream=stream)
@@ -81,7 +82,7 @@ def test_text_and_tool_use_round_trip(
 
 @pytest.mark.parametrize("stream", [True, False])
 def test_429_waits_for_retry_after(
-    fake_api: FakeApiFactory, clock: RecordingClock, stream: bool
+    fake_api: FakeApiFactory, clock: FakeClock, stream: bool
 ) -> None:
     server = fake_api(SCRIPT, faults=[Fault(kind="rate_limit", retry_after=7, times=2)])
     response = make_model(server, clock, stream=stream).complete(request())
@@ -91,7 +92,7 @@ def test_429_waits_for_retry_after(
 
 
 def test_529_backs_off_then_switches_to_the_fallback_model(
-    fake_api: FakeApiFactory, clock: RecordingClock
+    fake_api: FakeApiFactory, clock: FakeClock
 ) -> None:
     server = fake_api(SCRIPT, faults=[Fault(kind="overloaded", times=3)])
     model = make_model(server, clock, fallback_model="claude-haiku-4-5", fallback_after=3)
@@ -106,7 +107,7 @@ def test_529_backs_off_then_switches_to_the_fallback_model(
 
 
 def test_529_without_fallback_gives_up_after_max_retries(
-    fake_api: FakeApiFactory, clock: RecordingClock
+    fake_api: FakeApiFactory, clock: FakeClock
 ) -> None:
     server = fake_api(SCRIPT, faults=[Fault(kind="overloaded", times=10)])
     with pytest.raises(ModelError) as info:
@@ -117,7 +118,7 @@ def test_529_without_fallback_gives_up_after_max_retries(
 
 @pytest.mark.parametrize("stream", [True, False])
 def test_spend_limit_is_raised_at_once(
-    fake_api: FakeApiFactory, clock: RecordingClock, stream: bool
+    fake_api: FakeApiFactory, clock: FakeClock, stream: bool
 ) -> None:
     server = fake_api(SCRIPT, faults=[Fault(kind="spend_limit")])
     with pytest.raises(ModelError) as info:
@@ -129,7 +130,7 @@ def test_spend_limit_is_raised_at_once(
 @pytest.mark.parametrize("kind", ["server_error", "reset"])
 @pytest.mark.parametrize("stream", [True, False])
 def test_server_error_and_reset_are_retried(
-    fake_api: FakeApiFactory, clock: RecordingClock, stream: bool, kind: str
+    fake_api: FakeApiFactory, clock: FakeClock, stream: bool, kind: str
 ) -> None:
     server = fake_api(SCRIPT, faults=[Fault(kind=kind)])  # type: ignore[arg-type]
     response = make_model(server, clock, stream=stream).complete(request())
@@ -138,9 +139,7 @@ def test_server_error_and_reset_are_retried(
     assert [r.fault for r in server.requests] == [kind, None] and len(clock.sleeps) == 1
 
 
-def test_overloaded_event_mid_stream_is_retried(
-    fake_api: FakeApiFactory, clock: RecordingClock
-) -> None:
+def test_overloaded_event_mid_stream_is_retried(fake_api: FakeApiFactory, clock: FakeClock) -> None:
     server = fake_api(SCRIPT, faults=[Fault(kind="stream_error")])
     response = make_model(server, clock).complete(request())
     assert response.content[0] == TextBlock(text="Writing it.")
@@ -149,7 +148,7 @@ def test_overloaded_event_mid_stream_is_retried(
 
 @pytest.mark.parametrize("stream", [True, False])
 def test_connection_dropped_mid_stream_is_retried(
-    fake_api: FakeApiFactory, clock: RecordingClock, stream: bool
+    fake_api: FakeApiFactory, clock: FakeClock, stream: bool
 ) -> None:
     server = fake_api(SCRIPT, faults=[Fault(kind="stream_reset", times=2)])
     response = make_model(server, clock, stream=stream).complete(request())
@@ -160,7 +159,7 @@ def test_connection_dropped_mid_stream_is_retried(
 
 @pytest.mark.parametrize("stream", [True, False])
 def test_max_tokens_in_a_tool_use_escalates_then_continues(
-    fake_api: FakeApiFactory, clock: RecordingClock, stream: bool
+    fake_api: FakeApiFactory, clock: FakeClock, stream: bool
 ) -> None:
     script = {"agents": {"lead": {"steps": [SCRIPT["agents"]["lead"]["steps"][0]] * 3}}}
     server = fake_api(script, faults=[Fault(kind="max_tokens", times=2)])
@@ -188,7 +187,7 @@ def test_max_tokens_in_a_tool_use_escalates_then_continues(
 
 
 def test_max_tokens_escalation_alone_can_succeed(
-    fake_api: FakeApiFactory, clock: RecordingClock
+    fake_api: FakeApiFactory, clock: FakeClock
 ) -> None:
     script = {"agents": {"lead": {"steps": [SCRIPT["agents"]["lead"]["steps"][0]] * 2}}}
     server = fake_api(script, faults=[Fault(kind="max_tokens")])
@@ -201,9 +200,7 @@ def test_max_tokens_escalation_alone_can_succeed(
     )
 
 
-def test_a_truncated_tool_use_is_never_returned(
-    fake_api: FakeApiFactory, clock: RecordingClock
-) -> None:
+def test_a_truncated_tool_use_is_never_returned(fake_api: FakeApiFactory, clock: FakeClock) -> None:
     script = {"agents": {"lead": {"steps": [SCRIPT["agents"]["lead"]["steps"][0]] * 4}}}
     server = fake_api(script, faults=[Fault(kind="max_tokens", times=4)])
     response = make_model(server, clock, max_continuations=2).complete(request())
@@ -214,7 +211,7 @@ def test_a_truncated_tool_use_is_never_returned(
 
 
 def test_whole_tool_calls_before_the_cut_are_returned_without_continuing(
-    fake_api: FakeApiFactory, clock: RecordingClock
+    fake_api: FakeApiFactory, clock: FakeClock
 ) -> None:
     two_calls = {
         "tool_uses": [
@@ -235,7 +232,7 @@ def test_whole_tool_calls_before_the_cut_are_returned_without_continuing(
 
 @pytest.mark.parametrize("stream", [True, False])
 def test_prompt_too_long_raises_for_compaction(
-    fake_api: FakeApiFactory, clock: RecordingClock, stream: bool
+    fake_api: FakeApiFactory, clock: FakeClock, stream: bool
 ) -> None:
     server = fake_api(SCRIPT, faults=[Fault(kind="prompt_too_long", tokens=250000)])
     with pytest.raises(PromptTooLong, match="250000 tokens > 200000 maximum") as info:
@@ -244,7 +241,7 @@ def test_prompt_too_long_raises_for_compaction(
 
 
 def test_a_script_error_is_a_non_retried_invalid_request(
-    fake_api: FakeApiFactory, clock: RecordingClock
+    fake_api: FakeApiFactory, clock: FakeClock
 ) -> None:
     server = fake_api({"agents": {"other": {"steps": ["x"]}}})
     with pytest.raises(ModelError) as info:
@@ -253,7 +250,7 @@ def test_a_script_error_is_a_non_retried_invalid_request(
     assert len(server.requests) == 1
 
 
-def test_request_body_is_plain_json(fake_api: FakeApiFactory, clock: RecordingClock) -> None:
+def test_request_body_is_plain_json(fake_api: FakeApiFactory, clock: FakeClock) -> None:
     server = fake_api(SCRIPT)
     make_model(server, clock).complete(request())
     json.dumps(server.requests[0].body)  # what was sent is what the API accepts: plain JSON

@@ -30,7 +30,8 @@ from harness.ports import (
     ToolUseBlock,
     Usage,
 )
-from tests.harness.conftest import FakeApiFactory, RecordingClock
+from tests.harness.conftest import FakeApiFactory
+from tests.support.fakes import FakeClock
 
 TOOLS = tuple(
     ToolSpec(name=name, description=f"{name} tool", input_schema={"type": "object"})
@@ -64,7 +65,7 @@ def big_request(**changes: Any) -> ModelRequest:
 
 
 def test_breakpoints_tools_order_header_and_passthrough(
-    fake_api: FakeApiFactory, clock: RecordingClock
+    fake_api: FakeApiFactory, clock: FakeClock
 ) -> None:
     server = fake_api({"agents": {"mate-3": {"steps": [{"thinking": "hm", "text": "ok"}]}}})
     client = anthropic.Anthropic(api_key="k", base_url=server.base_url)
@@ -101,7 +102,7 @@ def test_never_more_than_four_breakpoints(marked: int) -> None:
 
 
 def test_environment_supplies_key_and_base_url(
-    fake_api: FakeApiFactory, clock: RecordingClock, monkeypatch: pytest.MonkeyPatch
+    fake_api: FakeApiFactory, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server = fake_api({"agents": {"agent": {"steps": ["from env"]}}})
     monkeypatch.setenv("ANTHROPIC_API_KEY", "env-key")
@@ -116,7 +117,7 @@ def test_environment_supplies_key_and_base_url(
 
 
 def test_on_call_reports_cost_and_unknown_models_cost_none(
-    fake_api: FakeApiFactory, clock: RecordingClock
+    fake_api: FakeApiFactory, clock: FakeClock
 ) -> None:
     usage = {"input_tokens": 1_000_000, "output_tokens": 1_000_000}
     server = fake_api({"agents": {"agent": {"steps": [{"text": "a", "usage": usage}] * 2}}})
@@ -201,7 +202,7 @@ def test_pricing_table() -> None:
 
 
 def test_a_missing_key_is_one_clear_authentication_error(
-    fake_api: FakeApiFactory, clock: RecordingClock, monkeypatch: pytest.MonkeyPatch
+    fake_api: FakeApiFactory, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server = fake_api({"agents": {"agent": {"steps": ["never"]}}})
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):

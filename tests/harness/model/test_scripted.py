@@ -20,7 +20,7 @@ from harness.ports import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from tests.harness.conftest import RecordingClock
+from tests.support.fakes import FakeClock
 
 
 def ask(model: ScriptedModel, text: str, agent: str = "lead") -> Any:
@@ -208,7 +208,7 @@ def test_yaml_and_json_scripts_load_and_bad_scripts_are_rejected(tmp_path: Path)
         Script.load(broken)
 
 
-def test_latency_goes_through_the_clock(clock: RecordingClock) -> None:
+def test_latency_goes_through_the_clock(clock: FakeClock) -> None:
     model = ScriptedModel(
         {"latency_ms": 300, "agents": {"a": {"steps": [{"text": "x", "latency_ms": 200}, "y"]}}},
         clock=clock,

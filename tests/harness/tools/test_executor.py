@@ -36,7 +36,7 @@ class Recorder:
             self.events.append(event)
 
 
-class AllowAll:
+class RecordingPolicy:
     """Allows everything; records what it saw."""
 
     def __init__(self, rec: Recorder | None = None, extra: str | None = None) -> None:
@@ -58,7 +58,7 @@ class AllowAll:
         return self.extra
 
 
-class DenyByName(AllowAll):
+class DenyByName(RecordingPolicy):
     def __init__(self, name: str) -> None:
         super().__init__()
         self.name = name
@@ -72,7 +72,7 @@ class DenyByName(AllowAll):
         return PolicyVerdict("allow")
 
 
-class Rewrite(AllowAll):
+class Rewrite(RecordingPolicy):
     def __init__(self, new_input: dict[str, Any], context: str | None = None) -> None:
         super().__init__()
         self.new_input = new_input
@@ -85,7 +85,7 @@ class Rewrite(AllowAll):
         return PolicyVerdict("allow", updated_input=self.new_input, additional_context=self.context)
 
 
-class Raising(AllowAll):
+class Raising(RecordingPolicy):
     def __init__(self, where: str) -> None:
         super().__init__()
         self.where = where
@@ -204,7 +204,7 @@ def test_registry_sorted_specs_and_no_duplicates() -> None:
 
 def test_pipeline_order_and_context(tmp_path: Path) -> None:
     rec = Recorder()
-    policy = AllowAll(rec, extra="post-hook says hi")
+    policy = RecordingPolicy(rec, extra="post-hook says hi")
     ex = ToolExecutor(ToolRegistry([Echo(rec, parallel=False)]), policy)
     [result] = ex.run_batch([use("t1", "echo", text="out")], ctx_for(tmp_path))
     assert rec.events == ["before:t1", "run:echo:out", "after:t1"]
@@ -233,7 +233,7 @@ def test_results_pair_with_calls_in_request_order(tmp_path: Path) -> None:
 
 def test_unknown_tool_names_the_available_ones(tmp_path: Path) -> None:
     rec = Recorder()
-    ex = ToolExecutor(ToolRegistry([Echo(rec), Echo(rec, "other")]), AllowAll())
+    ex = ToolExecutor(ToolRegistry([Echo(rec), Echo(rec, "other")]), RecordingPolicy())
     [r] = ex.run_batch([use("x", "ech")], ctx_for(tmp_path))
     assert r.is_error
     assert "Unknown tool 'ech'" in r.content and "echo, other" in r.content
@@ -251,7 +251,7 @@ def test_schema_violation_is_a_readable_error(
     tmp_path: Path, bad: dict[str, Any], words: str
 ) -> None:
     rec = Recorder()
-    policy = AllowAll(rec)
+    policy = RecordingPolicy(rec)
     ex = ToolExecutor(ToolRegistry([Echo(rec)]), policy)
     [r] = ex.run_batch([use("x", "echo", **bad)], ctx_for(tmp_path))
     assert r.is_error
@@ -269,7 +269,7 @@ def test_schema_violation_is_a_readable_error(
     ],
 )
 def test_a_raising_tool_becomes_an_error_result(tmp_path: Path, kind: str, expected: str) -> None:
-    ex = ToolExecutor(ToolRegistry([Boom()]), AllowAll())
+    ex = ToolExecutor(ToolRegistry([Boom()]), RecordingPolicy())
     # twice in one batch: the pair runs on the thread pool; alone, on the calling thread
     for calls in ([use("1", "boom", text=kind)], [use("1", "boom", text=kind)] * 2):
         results = ex.run_batch(calls, ctx_for(tmp_path))
@@ -278,7 +278,7 @@ def test_a_raising_tool_becomes_an_error_result(tmp_path: Path, kind: str, expec
 
 
 def test_failing_tool_still_reaches_post_hook(tmp_path: Path) -> None:
-    policy = AllowAll()
+    policy = RecordingPolicy()
     ex = ToolExecutor(ToolRegistry([Boom()]), policy)
     ex.run_batch([use("1", "boom", text="value")], ctx_for(tmp_path))
     [(_, output)] = policy.after_calls
@@ -291,7 +291,7 @@ def test_failing_tool_still_reaches_post_hook(tmp_path: Path) -> None:
 def test_read_only_concurrency_safe_calls_run_in_parallel(tmp_path: Path) -> None:
     barrier = threading.Barrier(2, timeout=10)
     reg = ToolRegistry([BarrierTool("left", barrier), BarrierTool("right", barrier)])
-    ex = ToolExecutor(reg, AllowAll())
+    ex = ToolExecutor(reg, RecordingPolicy())
     results = ex.run_batch([use("1", "left"), use("2", "right")], ctx_for(tmp_path))
     assert [(r.tool_use_id, r.content, r.is_error) for r in results] == [
         ("1", "left passed", False),
@@ -302,7 +302,7 @@ def test_read_only_concurrency_safe_calls_run_in_parallel(tmp_path: Path) -> Non
 def test_unsafe_calls_run_alone(tmp_path: Path) -> None:
     barrier = threading.Barrier(2, timeout=0.3)
     reg = ToolRegistry([BarrierTool("left", barrier, safe=False), BarrierTool("right", barrier)])
-    ex = ToolExecutor(reg, AllowAll())
+    ex = ToolExecutor(reg, RecordingPolicy())
     results = ex.run_batch([use("1", "left"), use("2", "right")], ctx_for(tmp_path))
     assert all(r.is_error and "BrokenBarrierError" in r.content for r in results)
 
@@ -335,7 +335,7 @@ class WaitFor(Tool[TextIn]):
 def test_parallel_results_keep_request_order(tmp_path: Path) -> None:
     event = threading.Event()
     reg = ToolRegistry([WaitFor("wait", event), WaitFor("release", event)])
-    ex = ToolExecutor(reg, AllowAll())
+    ex = ToolExecutor(reg, RecordingPolicy())
     results = ex.run_batch([use("1", "wait"), use("2", "release")], ctx_for(tmp_path))
     assert [(r.tool_use_id, r.content) for r in results] == [("1", "wait"), ("2", "release")]
 
@@ -343,7 +343,7 @@ def test_parallel_results_keep_request_order(tmp_path: Path) -> None:
 def test_a_writing_call_splits_the_parallel_groups(tmp_path: Path) -> None:
     rec = Recorder()
     reg = ToolRegistry([Echo(rec, "r"), Echo(rec, "w", parallel=False)])
-    ex = ToolExecutor(reg, AllowAll(rec), max_workers=4)
+    ex = ToolExecutor(reg, RecordingPolicy(rec), max_workers=4)
     calls = [use("1", "r", text="a"), use("2", "r", text="b"), use("3", "w"), use("4", "r")]
     ex.run_batch(calls, ctx_for(tmp_path))
     ev = rec.events
@@ -401,7 +401,7 @@ def test_a_crashing_post_hook_keeps_the_result(tmp_path: Path) -> None:
 def test_plan_mode_refuses_non_read_only_tools(tmp_path: Path) -> None:
     rec = Recorder()
     reg = ToolRegistry([Echo(rec, "reader"), Echo(rec, "writer", parallel=False)])
-    policy = AllowAll(rec)
+    policy = RecordingPolicy(rec)
     ex = ToolExecutor(reg, policy)
     ctx = ctx_for(tmp_path, read_only=True)
     results = ex.run_batch([use("1", "writer", text="w"), use("2", "reader", text="r")], ctx)
@@ -415,7 +415,7 @@ def test_plan_mode_refuses_non_read_only_tools(tmp_path: Path) -> None:
 
 def test_oversize_output_is_spilled_with_head_and_tail(tmp_path: Path) -> None:
     text = "HEAD" + "x" * 100_000 + "TAIL"
-    ex = ToolExecutor(ToolRegistry([Echo(Recorder())]), AllowAll(), max_output_chars=1000)
+    ex = ToolExecutor(ToolRegistry([Echo(Recorder())]), RecordingPolicy(), max_output_chars=1000)
     [r] = ex.run_batch([use("1", "echo", text=text)], ctx_for(tmp_path))
     spilled = tmp_path / "out" / hashlib.sha256(text.encode()).hexdigest()
     assert spilled.read_text() == text
@@ -426,7 +426,7 @@ def test_oversize_output_is_spilled_with_head_and_tail(tmp_path: Path) -> None:
 
 
 def test_oversize_output_without_outputs_dir_is_truncated(tmp_path: Path) -> None:
-    ex = ToolExecutor(ToolRegistry([Echo(Recorder())]), AllowAll(), max_output_chars=100)
+    ex = ToolExecutor(ToolRegistry([Echo(Recorder())]), RecordingPolicy(), max_output_chars=100)
     ctx = ToolContext(agent="a", root=tmp_path, cwd=tmp_path)
     [r] = ex.run_batch([use("1", "echo", text="y" * 5000)], ctx)
     assert len(r.content) < 200 and "full output not saved" in r.content

@@ -13,20 +13,11 @@ from typing import Any
 import pytest
 
 from harness.ports import ToolResultBlock, ToolUseBlock
-from harness.tools.base import PermissionRequest, PolicyVerdict, ToolContext, ToolOutput
+from harness.tools.base import ToolContext
 from harness.tools.bash import BashInput, BashTool
 from harness.tools.executor import ToolExecutor
 from harness.tools.registry import ToolRegistry
-
-
-class AllowAll:
-    def before(
-        self, call: ToolUseBlock, request: PermissionRequest, ctx: ToolContext
-    ) -> PolicyVerdict:
-        return PolicyVerdict("allow")
-
-    def after(self, call: ToolUseBlock, output: ToolOutput, ctx: ToolContext) -> str | None:
-        return None
+from tests.support.fakes import AllowAll
 
 
 class FakeJobRunner:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from harness.ports import ToolResultBlock, ToolUseBlock
-from harness.tools.base import PermissionRequest, PolicyVerdict, ToolContext, ToolOutput
+from harness.tools.base import ToolContext
 from harness.tools.executor import ToolExecutor
 from harness.tools.files import (
     EditFileInput,
@@ -20,16 +20,7 @@ from harness.tools.files import (
     file_tools,
 )
 from harness.tools.registry import ToolRegistry
-
-
-class AllowAll:
-    def before(
-        self, call: ToolUseBlock, request: PermissionRequest, ctx: ToolContext
-    ) -> PolicyVerdict:
-        return PolicyVerdict("allow")
-
-    def after(self, call: ToolUseBlock, output: ToolOutput, ctx: ToolContext) -> str | None:
-        return None
+from tests.support.fakes import AllowAll
 
 
 @pytest.fixture

@@ -5,21 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.ports import ToolUseBlock
-from harness.tools.base import PermissionRequest, PolicyVerdict, ToolContext, ToolOutput
+from harness.tools.base import ToolContext
 from harness.tools.executor import ToolExecutor
 from harness.tools.registry import ToolRegistry
 from harness.tools.todo import TodoItem, TodoStore, TodoWriteInput, TodoWriteTool, render_todos
-
-
-class AllowAll:
-    def before(
-        self, call: ToolUseBlock, request: PermissionRequest, ctx: ToolContext
-    ) -> PolicyVerdict:
-        return PolicyVerdict("allow")
-
-    def after(self, call: ToolUseBlock, output: ToolOutput, ctx: ToolContext) -> str | None:
-        return None
-
+from tests.support.fakes import AllowAll
 
 TODOS = [
     {"content": "Read the code", "status": "completed"},

@@ -15,6 +15,7 @@ from mailboxes import events as ev
 from mailboxes.errors import JournalCorrupt
 from mailboxes.journal.frame import check_journal
 from mailboxes.journal.store import FileJournal
+from tests.support.fakes import FakeClock
 
 
 def task(n: int, op_id: str | None = None) -> ev.EventDraft:
@@ -199,14 +200,7 @@ def test_orphan_tmp_files_of_dead_writers_are_removed_at_open(tmp_path: Path) ->
 
 
 def test_clock_sets_ts_and_missing_team_dir_is_explained(tmp_path: Path) -> None:
-    class Clock:
-        def now(self) -> float:
-            return 42.5
-
-        def monotonic(self) -> float:
-            return 0.0
-
-    journal = FileJournal(tmp_path, Clock())
+    journal = FileJournal(tmp_path, FakeClock(42.5))
     assert journal.append(lambda seen: [task(1)], after=0).appended[0].ts == 42.5
     with pytest.raises(FileNotFoundError, match="teamctl init"):
         FileJournal(tmp_path / "missing")

@@ -13,18 +13,7 @@ from mailboxes.errors import InvalidEvent
 from mailboxes.journal.memory import MemoryEventStore
 from mailboxes.journal.store import FileJournal
 from mailboxes.ports import EventStore
-
-
-class FakeClock:
-    def __init__(self, start: float = 1_000.0) -> None:
-        self.t = start
-
-    def now(self) -> float:
-        return self.t
-
-    def monotonic(self) -> float:
-        return self.t
-
+from tests.support.fakes import FakeClock
 
 StoreFactory = Callable[[], EventStore]
 
@@ -33,7 +22,7 @@ StoreFactory = Callable[[], EventStore]
 def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
     """A factory of stores sharing one backing (for file: one ``.team`` folder)."""
     made: list[EventStore] = []
-    clock = FakeClock()
+    clock = FakeClock(1_000.0)
     memory = MemoryEventStore(clock)
 
     def factory() -> EventStore:

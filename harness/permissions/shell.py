@@ -3,22 +3,30 @@
 A part is a simple command (matched against ``Bash(...)`` rules on every wrapper layer, then the
 read-only list), a redirection target (checked as a file write or read) or a file argument of a
 read-only command (checked as a read). The strictest part decides.
-"""
+
+A command that is not read-only is also refused when its arguments name a protected control file
+(``harness.permissions.paths.PROTECTED_PATTERNS``: ``.git`` config and hooks, ``.team``,
+``.mcp.json``, ``.claude`` settings: the files which make the next process run code), e.g.
+``cp x .git/hooks/y``, ``sed -i .git/config``, ``tar -C .git/hooks``, or when it is a git
+subcommand that writes configuration (``git config k v``, ``git remote add``, ``git init``):
+``touches_control_files``."""
 
 from __future__ import annotations
 
+import glob
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.permissions.paths import PathDenied, inside, real_root, resolve
+from harness.permissions.paths import PathDenied, inside, protected_reason, real_root, resolve
 from harness.permissions.rules import SHELL_TOOL, CommandPattern, Family, Match
-from harness.shell.control import touches_control_files
+from harness.permissions.verdict import Verdict, strictest
 from harness.shell.parse import ShellAnalysis, SimpleCommand, Word, analyse
 from harness.tools.base import ToolContext
 
 if TYPE_CHECKING:
-    from harness.permissions.checks import Permissions, Verdict
+    from harness.permissions.checks import Permissions
 
 _PURE = frozenset(
     [
@@ -132,8 +140,6 @@ class ShellVerdict:
 
 def check_shell(perms: Permissions, command: str, ctx: ToolContext) -> ShellVerdict:
     """Check ``command`` as ``ctx.agent`` would run it in ``ctx.cwd``."""
-    from harness.permissions.checks import Verdict, strictest
-
     analysis = analyse(command)
     root = real_root(ctx.root)
     parts: list[CommandVerdict] = []
@@ -195,8 +201,6 @@ def _command_verdict(
     perms: Permissions, cmd: SimpleCommand, root: Path, cwd: Path | None, ctx: ToolContext
 ) -> tuple[Verdict, bool, Path | None]:
     """(verdict, read-only?, cwd after the command) for one simple command."""
-    from harness.permissions.checks import Verdict
-
     maybe: str | None = None
     layers = cmd.layers or (cmd.argv,)
     for rule in perms.deny:
@@ -258,8 +262,6 @@ def _read_only_check(
     perms: Permissions, cmd: SimpleCommand, root: Path, cwd: Path | None, ctx: ToolContext
 ) -> tuple[bool, Path | None, Verdict]:
     """Is the command on the read-only list; the cwd after it; the verdict for its file args."""
-    from harness.permissions.checks import Verdict
-
     ok = Verdict("allow", f"`{cmd.display()}` is read-only")
     name = cmd.name
     args = cmd.argv[1:]
@@ -305,8 +307,6 @@ def _read_only_check(
 def _args_verdict(
     perms: Permissions, name: str, args: tuple[Word, ...], root: Path, cwd: Path | None, ok: Verdict
 ) -> Verdict:
-    from harness.permissions.checks import Verdict
-
     positional = [w for w in args if w.dynamic or not w.text.startswith("-")]
     if name == "find":
         positional = []
@@ -341,3 +341,78 @@ def _args_verdict(
 
 def _show(layer: tuple[Word, ...]) -> str:
     return " ".join(w.text for w in layer)
+
+
+# --- protected control files named by a command's arguments -------------------------------
+
+
+def touches_control_files(
+    home: Path | None, cmd: SimpleCommand, root: Path, cwd: Path
+) -> str | None:
+    """Why a command that is not read-only is refused for naming a protected control file (or
+    for rewriting git's configuration), or None. Found by tests/security: ``cp x .git/hooks/y``,
+    ``sed -i .git/config``, ``git config core.fsmonitor ...`` passed with an allow rule or in
+    ``bypassPermissions`` although agents may never write these files."""
+    if cmd.name == "git":
+        why = _git_writes_config(cmd.argv[1:])
+        if why is not None:
+            return why
+    for w in cmd.argv[1:]:
+        if w.dynamic:
+            continue
+        values = [w.text, w.text.split("=", 1)[1]] if "=" in w.text else [w.text]
+        for value in values:
+            for path in _expand(value, w.glob, cwd):
+                try:
+                    rp = resolve(path, cwd=cwd, home=home)
+                except PathDenied:
+                    continue
+                why = protected_reason(rp, root)
+                if why is not None:
+                    return f"`{cmd.display()}`: {why}"
+    return None
+
+
+def _expand(text: str, is_glob: bool, cwd: Path) -> list[str]:
+    if not is_glob:
+        return [text] if text and not text.startswith("-") else []
+    # What it matches now, and what it would name once its last part exists (`.gi?/hooks/new`).
+    head, tail = os.path.split(text)
+    later = [os.path.join(m, tail) for m in glob.glob(head, root_dir=cwd)] if head else []
+    return [*glob.glob(text, root_dir=cwd), *later]
+
+
+_GIT_CONFIG_READS = frozenset(
+    {"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color", "--get-colorbool",
+     "--list", "-l", "get", "list"}
+)  # fmt: skip
+_GIT_CONFIG_WRITERS = {
+    "remote": frozenset({"add", "set-url", "rename", "remove", "rm", "set-branches"}),
+    "submodule": frozenset({"add", "init", "sync", "update", "deinit", "set-url", "set-branch"}),
+}
+
+
+def _git_writes_config(args: tuple[Word, ...]) -> str | None:
+    """Why a git command line rewrites the repository's (or the user's) git configuration."""
+    i = 0
+    while i < len(args) and args[i].text.startswith("-"):
+        i += 2 if args[i].text in ("-C", "-c", "--git-dir", "--work-tree") else 1
+    if i >= len(args):
+        return None
+    sub, rest = args[i].text, [w.text for w in args[i + 1 :]]
+    why = "rewrites git configuration, which agents may not change (it can run commands later)"
+    if sub == "config":
+        return None if any(r.split("=", 1)[0] in _GIT_CONFIG_READS for r in rest) else why
+    if sub in _GIT_CONFIG_WRITERS and rest and rest[0] in _GIT_CONFIG_WRITERS[sub]:
+        return f"git {sub}: {why}"
+    if sub == "branch" and any(
+        r.split("=", 1)[0] in ("-u", "--set-upstream-to", "--unset-upstream") for r in rest
+    ):
+        return f"git branch: {why}"
+    if sub == "worktree" and rest[:1] != ["list"]:
+        return f"git worktree is run by the team runtime only ({why})"
+    if sub in ("init", "clone") and (
+        sub == "init" or any(r.split("=", 1)[0] in ("-c", "--config", "--template") for r in rest)
+    ):
+        return f"git {sub}: {why}"
+    return None

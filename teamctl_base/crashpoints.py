@@ -4,9 +4,9 @@ counted from 1 in this process).
 
 The variable is read once, at import: with it unset a call is one comparison, so the calls can
 stay in production code at the places a crash matters (between a journal append and its
-projection write, between a Maildir tmp write and its rename, after ``cron.fired`` before the
-delivery, ...). ``harness/crashpoints.py`` is the same helper for the harness, which may not
-import this package; both read the same variable.
+projection write, between a Maildir tmp write and its rename, between a model response and its
+transcript append, after ``cron.fired`` before the delivery, ...). The points of every package
+share this one plan, so ``<nth>`` counts passages of a name wherever it is reached.
 """
 
 from __future__ import annotations

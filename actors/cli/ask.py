@@ -1,0 +1,143 @@
+"""``teamctl ask PROMPT``: the click command over ``harness.headless.run_ask``.
+
+This is the CLI edge of ``ask``: it reads the prompt (argument or stdin) and the ``--json-schema``
+file, builds the model client from the environment (``AnthropicModel``, imported only when the
+command runs: it is slow to import), the tool policy from ``.team/settings.json`` and, on a
+terminal, an approver that asks the human; then it runs the turn and exits with its code.
+Errors become one line (``click.ClickException``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+import click
+
+from harness.errors import HarnessError
+from harness.headless import (
+    DEFAULT_MODEL,
+    OutputFormat,
+    SchemaFileError,
+    check_schema,
+    run_ask,
+)
+
+if TYPE_CHECKING:  # the runtime imports are inside the functions: `teamctl --help` stays fast
+    from harness.ports import ModelClient
+    from harness.tools.base import Approver, ToolPolicy
+
+
+def find_repo_root(start: Path) -> Path:
+    """The nearest folder at or above ``start`` holding ``.git``; ``start`` when none."""
+    for p in (start, *start.parents):
+        if (p / ".git").exists():
+            return p
+    return start
+
+
+def default_policy_factory(root: Path, mode: str, approver: Approver | None) -> ToolPolicy:
+    """The harness policy for ``root``: the ``permissions`` and ``hooks`` of
+    ``.team/settings.json`` (when present), ``mode`` overriding the default mode."""
+    from harness.hooks import HookRunner
+    from harness.permissions.checks import Permissions
+    from harness.permissions.policy import HarnessPolicy
+    from harness.settings import HookSettings, PermissionMode, PermissionSettings
+
+    path = root / ".team" / "settings.json"
+    raw: dict[str, Any] = {}
+    if path.exists():
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            perms = PermissionSettings.model_validate(raw.get("permissions") or {})
+            hooks = HookSettings.parse(raw.get("hooks"))
+        except (ValueError, AttributeError) as exc:
+            raise click.ClickException(f"{path}: {exc}") from exc
+    else:
+        perms, hooks = PermissionSettings(), HookSettings()
+    permission_mode = cast(PermissionMode, mode)
+    return HarnessPolicy(
+        Permissions.from_settings(perms, mode=permission_mode),
+        HookRunner(settings=hooks),
+        approver,
+        permission_mode,
+    )
+
+
+def console_approver(request: Any, ctx: Any, reason: str) -> bool:
+    """Ask the human at the terminal (only used when stdin is a TTY)."""
+    what = f"{request.tool}({request.target})" if request.target else request.tool
+    return click.confirm(f"Allow {what}? {reason}".strip(), default=False, err=True)
+
+
+def _model_from_env(model: str) -> ModelClient:
+    base = os.environ.get("ANTHROPIC_BASE_URL", "")
+    if not os.environ.get("ANTHROPIC_API_KEY"):
+        if not re.match(r"https?://(127\.|localhost|\[::1\])", base):
+            raise click.ClickException(
+                "ANTHROPIC_API_KEY is not set: export it, or try `teamctl demo` for a scripted run"
+            )
+        os.environ["ANTHROPIC_API_KEY"] = "fake-api-key"  # a local fake API needs no real key
+    from harness.model.anthropic_client import AnthropicModel  # slow import: only when asked
+
+    return AnthropicModel(model)
+
+
+@click.command("ask")
+@click.argument("prompt", required=False)
+@click.option("--output-format", type=click.Choice(["text", "json", "stream-json"]), default="text")
+@click.option("--model", default=DEFAULT_MODEL, show_default=True, help="Model name.")
+@click.option("--max-turns", type=int, default=None, help="Model calls allowed.")
+@click.option("--json-schema", "schema_file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--resume", is_flag=True, help="Continue the last `ask` session.")
+@click.option(
+    "--permission-mode",
+    type=click.Choice(["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"]),
+    default="default",
+)
+def ask_command(
+    prompt: str | None,
+    output_format: OutputFormat,
+    model: str,
+    max_turns: int | None,
+    schema_file: str | None,
+    resume: bool,
+    permission_mode: str,
+) -> None:
+    """Run one agent on the current repository and print its answer."""
+    if prompt is None:
+        if sys.stdin.isatty():
+            raise click.UsageError("give a PROMPT (or pipe one on stdin)")
+        prompt = sys.stdin.read()
+    schema = None
+    if schema_file:
+        try:
+            schema = json.loads(Path(schema_file).read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise click.ClickException(f"{schema_file}: not JSON: {exc}") from exc
+        try:
+            check_schema(schema)
+        except SchemaFileError as exc:
+            raise click.ClickException(f"{schema_file}: {exc}") from exc
+    client = _model_from_env(model)
+    try:
+        code = run_ask(
+            find_repo_root(Path.cwd()),
+            prompt,
+            model_client=client,
+            output_format=output_format,
+            max_turns=max_turns,
+            json_schema=schema,
+            resume=resume,
+            permission_mode=permission_mode,
+            approver=console_approver if sys.stdin.isatty() else None,
+            policy_factory=default_policy_factory,
+            model=model,
+        )
+    except HarnessError as exc:
+        raise click.ClickException(str(exc)) from exc
+    sys.exit(code)

@@ -1,0 +1,121 @@
+"""What the runtime does when a file changes: its one ``FileWatcher`` and the routing of its hints.
+
+The watcher (``mailboxes.watch``) covers every inbox and the journal, whoever wrote them (this
+process, ``teamctl send`` or another runtime's members). A new file in ``<agent>/new/`` wakes
+that agent's actor; the periodic rescan tick wakes only who has unread mail. A journal change is
+followed: a forced stop request (``teamctl stop --force``) stops the member it names, each new
+event goes out as a ``team_event``, permission waits see their decisions, claims of dead owners
+are reaped, and the teammates hear that the board changed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from actors.runtime.stop import FORCE_PREFIX
+
+if TYPE_CHECKING:
+    from actors.factory import Team
+    from actors.runtime.hosting import MemberHosting
+    from actors.runtime.permission_requests import JournalDecisions
+    from actors.runtime.process import EventSink
+    from actors.runtime.roster import Roster
+    from mailboxes.watch import FileWatcher
+
+__all__ = ["Changes"]
+
+
+class Changes:
+    """Routes the watcher's hints to the hosted members (one watcher thread calls in)."""
+
+    def __init__(
+        self,
+        team: Team,
+        members: MemberHosting,
+        roster: Roster,
+        *,
+        events: EventSink,
+        decisions: JournalDecisions,
+        rescan_s: float,
+    ) -> None:
+        self._team = team
+        self._members = members
+        self._roster = roster
+        self._events = events
+        self._decisions = decisions
+        self._rescan_s = rescan_s
+        self._seen_seq = 0
+        self._watcher: FileWatcher | None = None
+
+    def start(self, seen_seq: int) -> None:
+        """Watch the inboxes and the journal; journal events up to ``seen_seq`` are known."""
+        from mailboxes.watch import FileWatcher
+
+        self._seen_seq = seen_seq
+        team_dir = self._team.repo.team_dir
+        self._watcher = FileWatcher(
+            [team_dir / "mailboxes", team_dir / "journal.jsonl"],
+            self._on_change,
+            rescan_s=self._rescan_s,
+        )
+        self._watcher.start()
+
+    def stop(self) -> None:
+        if self._watcher is not None:
+            self._watcher.stop()
+
+    def _on_change(self, paths: set[Path]) -> None:
+        members, roster, mailbox = self._members, self._roster, self._team.mailbox
+        if roster.stopping:
+            return
+        tick = not paths
+        journal = tick
+        for path in paths:
+            if path.name == "journal.jsonl":
+                journal = True
+                continue
+            if path.parent.name == "new":
+                agent = mailbox.agent_for_path(path)
+                if agent is not None:
+                    members.wake(agent)
+        if tick:  # the safety net: wake only who has unread mail (a listdir each, no parsing)
+            for name in roster.names():
+                if os.listdir(mailbox.inbox(name) / "new"):
+                    members.wake(name, "tick")
+        if journal:
+            self._on_journal(tick=tick)
+        roster.notify()
+
+    def _on_journal(self, *, tick: bool = False) -> None:
+        board = self._team.board
+        state = board.refresh()
+        changed = state.seq != self._seen_seq or not self._seen_seq
+        if not changed and not tick:
+            return
+        for event in self._team.journal.read_from(self._seen_seq + 1):
+            rid = str(event.data.get("request_id", ""))
+            if event.type == "shutdown.requested" and rid.startswith(FORCE_PREFIX):
+                self._members.member_done(str(event.data.get("name")), "forced")
+            if self._events.wanted:
+                self._events.emit(
+                    {
+                        "type": "team_event",
+                        "seq": event.seq,
+                        "event": event.type,
+                        "actor": event.actor,
+                        "data": event.data,
+                    }
+                )
+        self._seen_seq = state.seq
+        if changed:
+            self._decisions.scan()
+        liveness = self._team.liveness  # a process hosting a member may have died (SIGKILL)
+        if any(
+            not state.tasks[tid].human and not liveness.is_alive(owner)
+            for owner, tid in state.holdings.items()
+        ):
+            board.reap_dead_owners()  # a journal change: the watcher comes back with it
+        elif changed:
+            self._members.board_changed()
