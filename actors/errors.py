@@ -93,11 +93,41 @@ class UnknownMember(TeamError):
 
 
 class DuplicateMember(TeamError):
-    """Spawning a member whose name is already taken by a member that has not stopped."""
+    """Spawning a member whose name is already taken by a member that has not stopped, or
+    differs only in case from an existing member's (``taken``: that member's name)."""
 
-    def __init__(self, name: str) -> None:
-        super().__init__(f"team member {name!r} already exists")
+    def __init__(self, name: str, taken: str | None = None) -> None:
+        if taken is None or taken == name:
+            super().__init__(f"team member {name!r} already exists")
+        else:
+            super().__init__(
+                f"team member {taken!r} already exists (names are case-insensitive): "
+                f"pick another name than {name!r}"
+            )
         self.name = name
+        self.taken = taken or name
+
+
+class InvalidMemberName(TeamError):
+    """A name a new member may not take: unsafe, starting with ``-`` or ``.``, or reserved."""
+
+    def __init__(self, name: str, why: str) -> None:
+        super().__init__(f"invalid member name {name!r}: {why}")
+        self.name = name
+        self.why = why
+
+
+class LiveMemberRefused(TeamError):
+    """A person acting on the work or mail of an agent a running process hosts, without
+    ``--force``."""
+
+    def __init__(self, name: str, action: str) -> None:
+        super().__init__(
+            f"{name} is a live agent hosted by a running teamctl: refusing to {action} by hand "
+            f"(stop it with `teamctl stop {name}`, or add --force)"
+        )
+        self.name = name
+        self.action = action
 
 
 class ProjectionError(TeamError):

@@ -6,14 +6,22 @@ imported: no model SDK, pykka, GitPython or watchfiles.
 
 from __future__ import annotations
 
+import fcntl
+import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from actors.board.board import Board
+from actors.board.board import Board, acting_as
 from actors.board.fold import fold_all
 from actors.board.projections import Projections
 from actors.board.state import EMPTY, TeamState
-from actors.repo import Repo, find_repo, find_team
+from actors.errors import TeamError
+from actors.repo import JournalMissing, Repo, find_repo, find_team
+from mailboxes.errors import JournalCorrupt
 from mailboxes.events import EventDraft, MemberSpawned, TeamCreated, draft
 from mailboxes.fsutil import Fsync, atomic_write, fsync_dir
 from mailboxes.journal.frame import JournalReport, check_journal
@@ -22,25 +30,41 @@ from mailboxes.liveness import FlockLiveness
 from mailboxes.maildir import Maildir
 from mailboxes.messages import check_agent_name
 
+if TYPE_CHECKING:
+    from actors.settings import Settings
+    from mailboxes.journal.salvage import SalvageReport
+
+log = logging.getLogger(__name__)
+
 TEAM_FOLDERS = ("mailboxes", "members", "transcripts", "jobs", "outputs")
 """Folders ``teamctl init`` creates inside ``.team/``."""
 EXCLUDES = (".team/", ".tasks/", ".worktrees/")
 """Lines ``teamctl init`` adds to ``.git/info/exclude`` (never to the user's ``.gitignore``)."""
 LEAD = "lead"
+RUNTIME_LOCK = "runtime.lock"
+"""``.team/runtime.lock``: held (flock) by the process running the team."""
 
 
 class Team:
     """An open team: close it when done (``with open_team() as team``).
 
     The board (which folds the whole journal and repairs drifted projections, with a warning
-    each) is built on first use, so journal-only commands stay cheap and read-only.
+    each) is built on first use, so journal-only commands stay cheap and read-only. A team opened
+    ``read_only`` (its journal too) never writes: its board repairs nothing and refuses commands.
     """
 
     def __init__(
-        self, repo: Repo, journal: FileJournal, *, actor: str = "cli", fsync: Fsync | None = None
+        self,
+        repo: Repo,
+        journal: FileJournal,
+        *,
+        actor: str = "cli",
+        fsync: Fsync | None = None,
+        read_only: bool = False,
     ) -> None:
         self.repo = repo
         self.journal = journal
+        self.read_only = read_only
         box = repo.team_dir / "mailboxes"
         self.mailbox = Maildir(box) if fsync is None else Maildir(box, fsync=fsync)
         self.liveness = FlockLiveness(repo.team_dir / "members")
@@ -53,11 +77,16 @@ class Team:
         if self._board is None:
             self._board = Board(
                 self.journal,
-                projections=Projections(self.repo.root),
+                projections=None if self.read_only else Projections(self.repo.root),
                 liveness=self.liveness,
                 actor=self.actor,
             )
         return self._board
+
+    @property
+    def damage(self) -> JournalCorrupt | None:
+        """Read-only: the bad line the journal's events stop before (None: the file is sound)."""
+        return self.journal.damage
 
     def state(self) -> TeamState:
         """The team state folded up to the journal's current end."""
@@ -65,16 +94,11 @@ class Team:
 
     def ensure_human(self, name: str) -> None:
         """Make ``name`` a human member (journals ``member.spawned`` kind=human once, decided
-        under the journal lock) and give it an inbox."""
+        under the journal lock by ``Board.add_member``, which enforces the name rules) and give
+        it an inbox."""
+        with acting_as(name):
+            self.board.add_member(MemberSpawned(name=name, role="human", kind="human"))
         self.mailbox.ensure_inbox(name)
-
-        def decision(state: TeamState) -> list[EventDraft]:
-            if name in state.members:
-                return []
-            body = MemberSpawned(name=name, role="human", kind="human")
-            return [draft(body.TYPE, name, body)]
-
-        self.board.execute(decision)
 
     def inbox_counts(self) -> dict[str, int]:
         """Unread messages per agent."""
@@ -98,19 +122,66 @@ class Team:
         self.close()
 
 
-def open_team(start: Path | None = None, *, actor: str = "cli", fsync: Fsync | None = None) -> Team:
+def open_team(
+    start: Path | None = None,
+    *,
+    actor: str = "cli",
+    fsync: Fsync | None = None,
+    read_only: bool = False,
+) -> Team:
     """The team of the repository around ``start`` (default: the current folder); the board
     records its events as caused by ``actor`` (a valid agent name: ``InvalidAgentName``).
-    ``fsync`` replaces how the journal and the Maildir make writes durable (a test seam)."""
+    ``fsync`` replaces how the journal and the Maildir make writes durable (a test seam).
+
+    ``.team/`` without a journal is ``JournalMissing`` and a journal without events a
+    ``TeamError``: only ``init_team`` starts a team. ``read_only`` writes nothing at all (a full
+    disk does not matter) and opens a journal damaged mid-file up to its first bad line
+    (``Team.damage``); otherwise such a journal is ``JournalCorrupt``."""
     check_agent_name(actor)
-    return _build(find_team(start), actor, fsync)
+    return _build(find_team(start), actor, fsync, read_only=read_only)
 
 
-def _build(repo: Repo, actor: str = "cli", fsync: Fsync | None = None) -> Team:
-    team_dir = repo.team_dir
-    journal = FileJournal(team_dir) if fsync is None else FileJournal(team_dir, fsync=fsync)
+def open_team_to_read(start: Path | None = None, *, actor: str = "cli") -> Team:
+    """The team for a command that only shows things: opened as usual (a torn last line and
+    drifted projections are repaired on the way; a projection that cannot be written is a
+    warning), or, when that cannot be done, read-only: a journal damaged mid-file shows the
+    events before its first bad line (``Team.damage``), and a repair that fails (disk full, a
+    read-only file system) is a warning. ``JournalMissing`` and an empty journal still raise."""
     try:
-        return Team(repo, journal, actor=actor, fsync=fsync)
+        team = open_team(start, actor=actor)
+    except JournalCorrupt:
+        return open_team(start, actor=actor, read_only=True)
+    except OSError as exc:
+        log.warning("%s; showing the team without repairing anything", exc)
+        return open_team(start, actor=actor, read_only=True)
+    try:
+        team.board  # noqa: B018 - builds the board: folds, repairs projections
+    except BaseException:
+        team.close()
+        raise
+    return team
+
+
+def _build(
+    repo: Repo,
+    actor: str = "cli",
+    fsync: Fsync | None = None,
+    *,
+    create: bool = False,
+    read_only: bool = False,
+) -> Team:
+    team_dir = repo.team_dir
+    path = team_dir / JOURNAL_NAME
+    if not create and not path.exists():
+        raise JournalMissing(path)
+    if read_only:
+        journal = FileJournal(team_dir, read_only=True)
+    else:
+        journal = FileJournal(team_dir) if fsync is None else FileJournal(team_dir, fsync=fsync)
+    try:
+        if not create and journal.last_seq() == 0 and journal.damage is None:
+            raise TeamError(f"the team journal {path} is empty: run `teamctl init`")
+        return Team(repo, journal, actor=actor, fsync=fsync, read_only=read_only)
     except BaseException:
         journal.close()
         raise
@@ -119,7 +190,70 @@ def _build(repo: Repo, actor: str = "cli", fsync: Fsync | None = None) -> Team:
 def check_team_journal(start: Path | None = None) -> JournalReport:
     """Read-only health report of the team's journal (never repairs anything)."""
     repo = find_team(start)
-    return check_journal(repo.team_dir / JOURNAL_NAME)
+    path = repo.team_dir / JOURNAL_NAME
+    if not path.exists():
+        raise JournalMissing(path)
+    return check_journal(path)
+
+
+@contextmanager
+def _quiet_team(repo: Repo) -> Iterator[None]:
+    """Hold ``.team/runtime.lock`` so no runtime starts meanwhile; ``TeamError`` if a runtime,
+    or a process hosting a member (``teamctl join``), is running this team now."""
+    fd = os.open(repo.team_dir / RUNTIME_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            raise TeamError(
+                f"a teamctl runtime (pid {holder}) is running this team: stop it first"
+            ) from None
+        hosted = FlockLiveness(repo.team_dir / "members").alive()
+        if hosted:
+            raise TeamError(
+                f"members are hosted by live processes ({', '.join(hosted)}): stop them first"
+            )
+        yield
+    finally:
+        os.close(fd)  # releases the flock
+
+
+def salvage_team(start: Path | None = None) -> SalvageReport:
+    """``teamctl journal salvage``: keep the events before the journal's first bad line, the
+    original as a backup beside it (``mailboxes.journal.salvage``), then rebuild the projections
+    from what was kept. Refused while a runtime or a hosted member runs the team."""
+    from mailboxes.journal.salvage import salvage_journal
+
+    repo = find_team(start)
+    path = repo.team_dir / JOURNAL_NAME
+    if not path.exists():
+        raise JournalMissing(path)
+    with _quiet_team(repo):
+        report = salvage_journal(repo.team_dir)
+        if report.backup is not None:
+            with _build(repo) as team:
+                team.board.repair_projections()
+    return report
+
+
+def tidy_mailboxes(team: Team, settings: Settings) -> tuple[int, int]:
+    """At runtime start: remove ``tmp/`` files of senders that died mid-delivery and prune acked
+    messages older than ``mailbox.cur_retention_days`` from every ``cur/``. Returns (removed,
+    pruned). Housekeeping only: a failure is logged, never raised."""
+    removed = pruned = 0
+    max_age_s = settings.mailbox.cur_retention_days * 86_400
+    try:
+        removed = team.mailbox.recover()
+        for agent in team.mailbox.agents():
+            pruned += team.mailbox.prune(agent, max_age_s=max_age_s)
+    except OSError as exc:
+        log.warning("mailbox housekeeping failed: %s", exc)
+    if removed or pruned:
+        log.info(
+            "mailboxes: removed %d orphaned tmp/ files, pruned %d acked messages", removed, pruned
+        )
+    return removed, pruned
 
 
 @dataclass(frozen=True)
@@ -145,6 +279,22 @@ def _add_excludes(repo: Repo) -> list[str]:
     return [f"{entry} in {path}" for entry in missing]
 
 
+def exclude_team_files(root: Path) -> Path:
+    """Add the lines of ``EXCLUDES`` to ``.git/info/exclude`` when ``root`` is in a repository
+    (``teamctl ask`` writes its transcript under ``.team/`` even without ``init``, and git
+    must not pick it up); returns ``root``. Outside a repository, or when the file cannot be
+    written (logged), nothing happens."""
+    from mailboxes.errors import MailboxesError
+
+    try:
+        _add_excludes(find_repo(root))
+    except (TeamError, MailboxesError):
+        pass
+    except OSError as exc:
+        log.warning("could not add .team/ to .git/info/exclude: %s", exc)
+    return root
+
+
 def init_team(start: Path | None = None, *, name: str | None = None) -> InitReport:
     """Create ``.team/`` and friends; idempotent (a second run changes nothing). An existing
     settings file is kept but validated."""
@@ -164,7 +314,9 @@ def init_team(start: Path | None = None, *, name: str | None = None) -> InitRepo
         atomic_write(repo.settings_path, default_settings_json().encode("utf-8"))
         created.append(str(repo.settings_path.relative_to(repo.root)))
     created += _add_excludes(repo)
-    team = _build(repo)
+    journal = repo.team_dir / JOURNAL_NAME
+    new_journal = not journal.exists()
+    team = _build(repo, create=True)
     try:
         wanted = name or repo.root.name
 
@@ -180,6 +332,11 @@ def init_team(start: Path | None = None, *, name: str | None = None) -> InitRepo
         if LEAD not in team.mailbox.agents():
             team.mailbox.ensure_inbox(LEAD)
             created.append(f"inbox for {LEAD}")
+    except BaseException:
+        # A journal this call created but could not write (disk full) is not left at 0 bytes.
+        if new_journal and journal.exists() and journal.stat().st_size == 0:
+            journal.unlink()
+        raise
     finally:
         team.close()
     return InitReport(repo=repo, name=state.name or wanted, created=tuple(created))

@@ -150,6 +150,8 @@ class AgentFailed(Message):
     error: str
     generation: int = 0
     """Which incarnation of the agent failed (a stale report after a restart is ignored)."""
+    restart: bool = True
+    """False when restarting cannot help (the API refused the credentials): it stays down."""
 
 
 ActorMessage = Annotated[

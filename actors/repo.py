@@ -59,6 +59,18 @@ class TeamMissing(TeamError):
         self.root = root
 
 
+class JournalMissing(TeamError):
+    """``.team/`` exists but its journal does not: the team's history is gone, and starting a
+    new team on top of its leftovers would reuse its task ids (docs/RELIABILITY.md)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(
+            f"the team journal {path} is missing: restore it from a backup, or move `.team/` "
+            "away and run `teamctl init` to start a new team"
+        )
+        self.path = path
+
+
 @dataclass(frozen=True)
 class Repo:
     """A repository and the team folders inside its main working tree."""

@@ -16,6 +16,16 @@ class ModelError(HarnessError):
         self.status = status
 
 
+class ModelAuthError(ModelError):
+    """The API refused the credentials (401) or what they may do (403): never retried, and a
+    member failing with it is not restarted (waiting does not fix a key)."""
+
+
+class ModelConnectionError(ModelError):
+    """The Messages API could not be reached within the connection budget (the message names
+    the base URL)."""
+
+
 class PromptTooLong(ModelError):
     """The request exceeds the model's context window (the loop compacts once and retries)."""
 

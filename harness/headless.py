@@ -4,6 +4,9 @@
 the click command that parses the options and builds the model client is ``actors.cli.ask``.
 Exit codes: 0 success, 1 the turn failed (model error, max turns, budget, stopped by a hook), 3
 the final answer never matched ``--json-schema``, 130 interrupted.
+
+Waits of the model client (``WaitNotices``, its ``on_wait``) are never silent: a line on stderr
+for ``text``/``json``, a ``system``/``api_retry`` event for ``stream-json``.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from teamctl_base.clock import new_id
 
 if TYPE_CHECKING:  # the runtime imports are inside the functions: `teamctl --help` stays fast
     from harness.loop import TurnResult
+    from harness.model.backoff import ModelWait
     from harness.ports import Message, ModelClient
     from harness.tools.base import Approver, ToolPolicy
 
@@ -117,6 +121,31 @@ class _Output:
             )
 
 
+class WaitNotices:
+    """The ``on_wait`` of the ask's model client: says what the client waits for and until when,
+    in the output of the running ask (before ``attach``: a line on stderr)."""
+
+    def __init__(self, err: TextIO | None = None) -> None:
+        self._output: _Output | None = None
+        self._err = err
+
+    def attach(self, output: _Output, err: TextIO) -> None:
+        self._output, self._err = output, err
+
+    def __call__(self, wait: ModelWait) -> None:
+        output = self._output
+        if output is not None and output.fmt == "stream-json":
+            output.emit(
+                {"type": "system", "subtype": "api_retry"}
+                | wait.as_event()
+                | {"message": wait.line(), "session_id": output.session_id}
+            )
+            return
+        err = self._err or sys.stderr
+        err.write(f"teamctl ask: {wait.line()}\n")
+        err.flush()
+
+
 def run_ask(
     repo_root: Path,
     prompt: str,
@@ -133,8 +162,10 @@ def run_ask(
     max_schema_repairs: int = 2,
     out: TextIO | None = None,
     err: TextIO | None = None,
+    wait_notices: WaitNotices | None = None,
 ) -> int:
-    """Run one turn of one agent on ``repo_root`` and write the result; returns the exit code."""
+    """Run one turn of one agent on ``repo_root`` and write the result; returns the exit code.
+    ``wait_notices`` (the model client's ``on_wait``) is attached to this run's output."""
     from harness.agent import Agent, AgentConfig
     from harness.loop import LoopHooks
     from harness.permissions.policy import HarnessPolicy
@@ -149,6 +180,8 @@ def run_ask(
         )
     session_id = session_id or new_id()
     output = _Output(output_format, out, session_id)
+    if wait_notices is not None:
+        wait_notices.attach(output, err)
     policy = policy_factory(repo_root, permission_mode, approver)
     agent = Agent(
         AgentConfig(name=ASK_AGENT, model=model, max_turns=max_turns),

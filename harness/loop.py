@@ -136,6 +136,8 @@ class StepResult:
     response: ModelResponse | None = None
     tool_results: tuple[ToolResultBlock, ...] = ()
     error: str | None = None
+    error_kind: str | None = None
+    """With ``error``: the ``ModelError.kind`` (``authentication``, ``rate_limit``, …)."""
     compacted: tuple[str, ...] = ()
 
 
@@ -354,7 +356,9 @@ class AgentLoop:
         try:
             response = self._call_with_reactive_compaction(system, compacted)
         except ModelError as exc:
-            return self._end("error", error=str(exc), compacted=tuple(compacted))
+            return self._end(
+                "error", error=str(exc), error_kind=exc.kind, compacted=tuple(compacted)
+            )
         st.turn_steps += 1
         st.usage = add_usage(st.usage, response.usage)
         calls = [b for b in response.content if isinstance(b, ToolUseBlock)]

@@ -12,8 +12,8 @@ class JournalCorrupt(MailboxesError):
 
     def __init__(self, path: str, line_no: int, reason: str) -> None:
         super().__init__(
-            f"journal {path} is corrupt at line {line_no}: {reason}; "
-            "run `teamctl journal check` for details (nothing was changed)"
+            f"journal {path} is corrupt at line {line_no}: {reason}; nothing was changed "
+            "(`teamctl journal salvage` keeps the events before it)"
         )
         self.path = path
         self.line_no = line_no

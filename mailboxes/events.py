@@ -123,20 +123,28 @@ class TaskClaimed(Payload):
 
 
 class TaskReleased(Payload):
+    """v2: ``forced_by``, the person who released a live agent's task by hand (``--force``)."""
+
     TYPE = "task.released"
+    VERSION = 2
     task_id: str
     owner: str
     epoch: int
     reason: str
+    forced_by: str | None = None
 
 
 class TaskCompleted(Payload):
+    """v2: ``forced_by``, the person who completed a live agent's task by hand (``--force``)."""
+
     TYPE = "task.completed"
+    VERSION = 2
     task_id: str
     owner: str
     epoch: int
     summary: str = ""
     unblocked: tuple[str, ...] = ()
+    forced_by: str | None = None
 
 
 class TaskDeleted(Payload):
@@ -169,6 +177,19 @@ class PlanReviewed(Payload):
     approve: bool
     feedback: str = ""
     reviewer: str
+
+
+# --- mail ----------------------------------------------------------------------------------------
+
+
+class InboxAcknowledged(Payload):
+    """A person marked a live agent's unread mail as read (``teamctl inbox AGENT --ack
+    --force``): the agent will never see ``message_ids``; ``forced_by`` says who did it."""
+
+    TYPE = "inbox.acknowledged"
+    agent: str
+    message_ids: tuple[str, ...]
+    forced_by: str
 
 
 # --- protocols ---------------------------------------------------------------------------------
@@ -322,6 +343,13 @@ def _member_spawned_v1(data: dict[str, Any]) -> dict[str, Any]:
     upgraded = {k: v for k, v in data.items() if k != "agent_type"}
     upgraded.setdefault("role", data["agent_type"])
     return upgraded
+
+
+@upgrade("task.released", from_v=1)
+@upgrade("task.completed", from_v=1)
+def _forced_by_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """v1 had no ``forced_by``: nobody forced it (the default)."""
+    return data
 
 
 def upgrade_data(event_type: str, v: int, data: Mapping[str, Any]) -> dict[str, Any]:

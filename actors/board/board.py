@@ -30,19 +30,22 @@ from actors.board.fold import fold_all
 from actors.board.projections import Projections
 from actors.board.rules import (
     ALREADY_YOURS,
+    LEAD,
     ClaimResult,
     Completion,
     alive,
+    check_new_member,
     fence,
     live,
     refusal,
     unique,
 )
 from actors.board.state import EMPTY, Task, TeamState, task_id
-from actors.errors import CycleError, HasDependents, InvalidTransition, TeamError
+from actors.errors import CycleError, DuplicateMember, HasDependents, InvalidTransition, TeamError
 from mailboxes.events import (
     Event,
     EventDraft,
+    MemberSpawned,
     Payload,
     TaskClaimed,
     TaskCompleted,
@@ -56,12 +59,26 @@ from mailboxes.messages import check_agent_name
 from mailboxes.ports import EventStore, Liveness
 from teamctl_base.crashpoints import crash_point
 
-__all__ = ["Board", "ClaimResult", "Completion", "Decision"]
+__all__ = ["MAX_SUBJECT_CHARS", "Board", "ClaimResult", "Completion", "Decision", "check_subject"]
 
 TaskList = list[Task]
 Lines = list[str]
 Decision = Callable[[TeamState], Sequence[EventDraft]]
 """Given the caught-up state, the drafts to append (or raise a ``TeamError`` to refuse)."""
+
+
+MAX_SUBJECT_CHARS = 500
+"""The longest task subject; the details belong in the description."""
+
+
+def check_subject(subject: str) -> str:
+    """``subject`` if it is at most ``MAX_SUBJECT_CHARS`` long (``TeamError`` otherwise)."""
+    if len(subject) > MAX_SUBJECT_CHARS:
+        raise TeamError(
+            f"a task subject is at most {MAX_SUBJECT_CHARS} characters (this one has "
+            f"{len(subject)}): put the details in the description"
+        )
+    return subject
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +88,10 @@ class _Refused:
     reason: str
 
 
-_Step = Payload | _Refused | None
-"""What a task command decides against caught-up state: the body of its one event, a refusal,
-or None when there is nothing to write (it is already so)."""
+_Step = Payload | tuple[Payload, ...] | _Refused | None
+"""What a task command decides against caught-up state: the body of its event (or bodies, in
+order: the ``op_id`` goes on the first), a refusal, or None when there is nothing to write (it
+is already so)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,7 +231,12 @@ class Board:
             if isinstance(decided, _Refused):
                 refused[0] = decided.reason
                 return ()
-            return () if decided is None else (self._draft(decided, op_id),)
+            if decided is None:
+                return ()
+            bodies = decided if isinstance(decided, tuple) else (decided,)
+            return tuple(
+                self._draft(body, op_id if i == 0 else None) for i, body in enumerate(bodies)
+            )
 
         state, events = self.execute(decision)
         return _Outcome(state, events, refused[0])
@@ -225,6 +248,48 @@ class Board:
             return done.events[0]
         assert op_id is not None and op_id in done.state.ops, "the command wrote no event"
         return next(iter(self._store.read_from(done.state.ops[op_id])))
+
+    # --- members -------------------------------------------------------------------------------
+
+    def add_member(self, body: MemberSpawned, *, lead: str = LEAD) -> bool:
+        """Journal ``member.spawned`` for ``body.name``, decided under the journal lock against
+        the name rules (``actors.board.rules.check_new_member``: safe, not reserved, unique
+        ignoring case), so two racing spawns of ``Alice`` and ``alice`` cannot both win.
+
+        An agent may take the name of a stopped agent again; a live one is ``DuplicateMember``.
+        A person already on the team is left as is (returns False); an agent's name is not a
+        person's. Returns True when the event was written.
+        """
+        name = body.name
+        wrote = [False]
+
+        def decision(st: TeamState) -> Sequence[EventDraft]:
+            wrote[0] = False
+            if not self._joins(st, name, body.kind, lead):
+                return ()
+            wrote[0] = True
+            return (self._draft(body, None),)
+
+        self.execute(decision)
+        return wrote[0]
+
+    @staticmethod
+    def _joins(st: TeamState, name: str, kind: str, lead: str) -> bool:
+        """Whether ``name`` joins as a new ``kind`` member (False: it is already one); raises
+        when it may not."""
+        if kind == "human" or name != lead:
+            # Only the lead agent may be called ``lead``; a person never.
+            check_new_member(st, name, lead=lead if kind == "agent" else None)
+        existing = st.members.get(name)
+        if existing is None:
+            return True
+        if kind == "human" and existing.kind == "human":
+            return False
+        if kind == "human":
+            raise TeamError(f"{name} is an agent of the team, not a person: pick another name")
+        if existing.kind == "agent" and existing.status == "stopped":
+            return True
+        raise DuplicateMember(name)
 
     # --- task commands -------------------------------------------------------------------------
 
@@ -242,6 +307,7 @@ class Board:
         """Add a pending task; every ``blocked_by`` id must exist and not be deleted."""
         if not subject.strip():
             raise TeamError("a task needs a subject")
+        check_subject(subject)
 
         def step(st: TeamState) -> _Step:
             deps = unique(blocked_by)
@@ -272,6 +338,11 @@ class Board:
         op_id: str | None = None,
     ) -> Task:
         """Edit a task; new edges are checked for existence and cycles. No change, no event."""
+        if subject is not None:
+            check_subject(subject)
+
+        if subject is not None and not subject.strip():
+            raise TeamError("a task needs a subject")
 
         def step(st: TeamState) -> _Step:
             task = live(st, tid, "edit")
@@ -324,17 +395,23 @@ class Board:
         self, tid: str, owner: str, *, human: bool = False, op_id: str | None = None
     ) -> ClaimResult:
         """Compare-and-swap: a ready task becomes ``owner``'s (epoch + 1). ``human`` claims (from
-        a terminal, ``--as NAME``) hold no lease and are never reaped."""
+        a terminal, ``--as NAME``) hold no lease and are never reaped; a person's first claim
+        also journals ``member.spawned`` (kind human) in the same append, under the name rules
+        of ``add_member``."""
         check_agent_name(owner)
 
         def step(st: TeamState) -> _Step:
+            joins = human and self._joins(st, owner, "human", LEAD)
             task = st.task(tid)
             reason = refusal(st, task, owner)
             if reason == ALREADY_YOURS:
                 return None
             if reason:
                 return _Refused(reason)
-            return TaskClaimed(task_id=tid, owner=owner, epoch=task.epoch + 1, human=human)
+            claimed = TaskClaimed(task_id=tid, owner=owner, epoch=task.epoch + 1, human=human)
+            if joins:
+                return (MemberSpawned(name=owner, role="human", kind="human"), claimed)
+            return claimed
 
         done = self._command(op_id, step)
         if done.refused is not None:
@@ -380,21 +457,33 @@ class Board:
         epoch: int,
         reason: str = "released",
         *,
+        forced_by: str | None = None,
         op_id: str | None = None,
     ) -> Task:
-        """Give a claimed task back (pending again). Fenced by ``owner`` and ``epoch``."""
+        """Give a claimed task back (pending again). Fenced by ``owner`` and ``epoch``.
+        ``forced_by``: the person who released a live agent's task by hand."""
 
         def step(st: TeamState) -> _Step:
             fence(st, tid, owner, epoch)
-            return TaskReleased(task_id=tid, owner=owner, epoch=epoch, reason=reason)
+            return TaskReleased(
+                task_id=tid, owner=owner, epoch=epoch, reason=reason, forced_by=forced_by
+            )
 
         return self._command(op_id, step).state.task(tid)
 
     def complete(
-        self, tid: str, owner: str, epoch: int, summary: str = "", *, op_id: str | None = None
+        self,
+        tid: str,
+        owner: str,
+        epoch: int,
+        summary: str = "",
+        *,
+        forced_by: str | None = None,
+        op_id: str | None = None,
     ) -> Completion:
         """Finish a claimed task. Fenced by ``owner`` and ``epoch``; the event carries the ids
-        of the tasks that became ready."""
+        of the tasks that became ready, and ``forced_by``: the person who completed a live
+        agent's task by hand."""
 
         def step(st: TeamState) -> _Step:
             fence(st, tid, owner, epoch)
@@ -404,6 +493,7 @@ class Board:
                 epoch=epoch,
                 summary=summary,
                 unblocked=st.newly_ready_after(tid),
+                forced_by=forced_by,
             )
 
         done = self._command(op_id, step)
@@ -413,7 +503,9 @@ class Board:
         """Release (reason ``owner_dead``) every agent claim whose owner's lease is free.
 
         Checked under the store's lock, so two processes reaping at once release each claim once.
-        Human claims are never reaped. Without a ``Liveness`` this does nothing.
+        Human claims are never reaped, nor those of a ``paused`` member (its runtime stopped
+        politely: the claim waits for ``teamctl resume``, docs/RELIABILITY.md "Stop and
+        resume"). Without a ``Liveness`` this does nothing.
         """
         liveness = self._liveness
         if liveness is None:
@@ -423,6 +515,9 @@ class Board:
             drafts = []
             for owner, tid in st.holdings.items():
                 task = st.tasks[tid]
+                member = st.members.get(owner)
+                if member is not None and member.status == "paused":
+                    continue
                 if not task.human and not alive(liveness, owner):
                     body = TaskReleased(
                         task_id=tid, owner=owner, epoch=task.epoch, reason="owner_dead"

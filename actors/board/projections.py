@@ -206,11 +206,18 @@ class Projections:
         """Under the projection lock: catch up, repair every drifted file, move the mark.
 
         Then syncs once more: a writer that found the lock busy meanwhile relies on us.
+        A write that fails (disk full) is logged, not raised: the journal is the truth, and a
+        command that only reads it must not fail for a view (the next open repairs it).
         """
-        with self.locked() as fd:
-            state = catch_up()
-            lines = self.repair(state)
-            _write_mark(fd, state.seq)
+        try:
+            with self.locked() as fd:
+                state = catch_up()
+                lines = self.repair(state)
+                _write_mark(fd, state.seq)
+        except OSError as exc:
+            reason = exc.strerror or exc  # the path would name a tmp file
+            log.warning("projections not repaired (fixed at the next open): %s", reason)
+            return []
         self.sync(catch_up)
         return lines
 

@@ -5,11 +5,19 @@ Pure functions of a ``TeamState``: they run inside ``decide``, under the journal
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from actors.board.state import Task, TeamState
-from actors.errors import ClaimRefused, InvalidTransition, NotOwner, StaleEpoch
+from actors.errors import (
+    ClaimRefused,
+    DuplicateMember,
+    InvalidMemberName,
+    InvalidTransition,
+    NotOwner,
+    StaleEpoch,
+)
 from mailboxes.errors import MailboxesError
 from mailboxes.ports import Liveness
 
@@ -43,6 +51,55 @@ class Completion:
 
 
 ALREADY_YOURS = "already yours"
+
+LEAD = "lead"
+"""The lead's name (the only member that may be called ``lead``)."""
+
+RESERVED_NAMES = frozenset(
+    {
+        LEAD,
+        "user",  # a person at the console or `teamctl approve` (the default `--as` of `send`)
+        "cli",  # events written by `teamctl` commands
+        "runtime",  # events written by the runtime
+        "scheduler",  # cron firings
+        "jobs",  # background job notifications
+        "supervisor",  # crash reports to the lead
+        "all",
+        "everyone",
+        "team",
+        "system",
+    }
+)
+"""Names no new member may take, compared case-insensitively: the actors the journal and the
+mailboxes already use for the program itself, and words that read as "everybody"."""
+
+_MEMBER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}")
+
+
+def check_member_name(name: str, *, lead: str | None = LEAD) -> str:
+    """``name`` if a new member may take it (``InvalidMemberName`` otherwise): 1-64 letters,
+    digits, ``-``, ``_`` or ``.``, not starting with ``-`` or ``.``, and not reserved, ignoring
+    case. Only the lead agent itself may be called ``lead`` (``lead=None``: nobody may, as for
+    a person). Needs no state: see ``check_new_member``."""
+    if not isinstance(name, str) or not _MEMBER_NAME.fullmatch(name):
+        why = "use 1-64 letters, digits, '-', '_' or '.', not starting with '-' or '.'"
+        raise InvalidMemberName(str(name), why)
+    reserved = RESERVED_NAMES if lead is None else RESERVED_NAMES | {lead.casefold()}
+    if name != lead and name.casefold() in reserved:
+        raise InvalidMemberName(name, "the name is reserved for the program itself")
+    return name
+
+
+def check_new_member(st: TeamState, name: str, *, lead: str | None = LEAD) -> str:
+    """``check_member_name``, and no other member's name equals ``name`` ignoring case
+    (``DuplicateMember``). A member with exactly this name is the caller's to judge (a stopped
+    agent may be spawned again; a person joins once). Pure: runs under the journal lock."""
+    check_member_name(name, lead=lead)
+    folded = name.casefold()
+    for other in st.members:
+        if other != name and other.casefold() == folded:
+            raise DuplicateMember(name, taken=other)
+    return name
 
 
 def alive(liveness: Liveness, owner: str) -> bool:

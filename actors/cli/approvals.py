@@ -49,9 +49,12 @@ def plans(as_json: bool) -> None:
     if not rows:
         click.echo("no plans waiting")
         return
-    grid = table(None, ("request", "status", "teammate", "task", "plan"))
+    from actors.live.text import plain
+
+    # A reviewer reads the whole plan: escaped, line breaks kept, never cut.
+    grid = table(None, ("request", "status", "teammate", "task", "plan"), max_cell=None)
     for row in rows:
-        plan = str(row["plan"] or "(not submitted yet)")
+        plan = plain(row["plan"] or "(not submitted yet)", multiline=True)
         grid.add_row(
             str(row["request_id"]),
             str(row["status"]),
@@ -78,7 +81,8 @@ def permissions(as_json: bool) -> None:
     if not rows:
         click.echo("no permission requests waiting")
         return
-    grid = table(None, ("request", "agent", "tool", "target", "reason"))
+    # Whole targets, escaped: a command cut short could hide what is being approved.
+    grid = table(None, ("request", "agent", "tool", "target", "reason"), max_cell=None)
     for p in pending:
         target = p.input.get("target") or ", ".join(p.input.get("paths") or ()) or "-"
         grid.add_row(p.request_id, p.agent, p.tool, str(target), p.reason or "-")

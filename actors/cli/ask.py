@@ -3,8 +3,11 @@
 This is the CLI edge of ``ask``: it reads the prompt (argument or stdin) and the ``--json-schema``
 file, builds the model client from the environment (``AnthropicModel``, imported only when the
 command runs: it is slow to import), the tool policy from ``.team/settings.json`` and, on a
-terminal, an approver that asks the human; then it runs the turn and exits with its code.
-Errors become one line (``click.ClickException``).
+terminal, an approver that asks the human (elsewhere one that refuses and says, on stderr, why
+and which flag or rule would allow it); then it runs the turn and exits with its code. The model
+client's waits (back-off, rate limits, connection retries) are announced through
+``WaitNotices``. An empty prompt is a usage error. Errors become one line
+(``click.ClickException``).
 """
 
 from __future__ import annotations
@@ -23,12 +26,16 @@ from harness.headless import (
     DEFAULT_MODEL,
     OutputFormat,
     SchemaFileError,
+    WaitNotices,
     check_schema,
     run_ask,
 )
 
 if TYPE_CHECKING:  # the runtime imports are inside the functions: `teamctl --help` stays fast
-    from harness.ports import ModelClient
+    from collections.abc import Callable
+
+    from harness.model.backoff import ModelWait
+    from harness.ports import Clock, ModelClient
     from harness.tools.base import Approver, ToolPolicy
 
 
@@ -74,7 +81,56 @@ def console_approver(request: Any, ctx: Any, reason: str) -> bool:
     return click.confirm(f"Allow {what}? {reason}".strip(), default=False, err=True)
 
 
-def _model_from_env(model: str) -> ModelClient:
+def _shown_target(request: Any, root: Path | None) -> str:
+    """The call's target; a path inside ``root`` relative to it (as rules write it)."""
+    target = str(request.target or "")
+    if root is not None and request.kind in ("read", "write") and Path(target).is_absolute():
+        try:
+            return Path(target).relative_to(root).as_posix()
+        except ValueError:
+            return target
+    return target
+
+
+def allow_hint(request: Any, root: Path | None = None) -> str:
+    """How to allow ``request`` without a person: the flag or the settings rule."""
+    target = _shown_target(request, root)
+    if request.kind == "write":
+        rule = f"Edit({target})" if target else "Edit"
+        return (
+            f"run with `--permission-mode acceptEdits`, or add {json.dumps(rule)} to "
+            "permissions.allow in .team/settings.json"
+        )
+    if request.tool == "bash" and target.split():
+        rule = f"Bash({target.split()[0]}:*)"
+    else:
+        rule = request.tool
+    return (
+        f"add {json.dumps(rule)} to permissions.allow in .team/settings.json (or run with "
+        "`--permission-mode bypassPermissions`)"
+    )
+
+
+def refusing_approver(request: Any, ctx: Any, reason: str) -> bool:
+    """The approver when stdin is not a terminal: nobody can answer, so the call is refused,
+    and the human is told on stderr why and how to allow it."""
+    root = getattr(ctx, "root", None)
+    target = _shown_target(request, root)
+    what = f"{request.tool}({target})" if target else request.tool
+    click.echo(
+        f"teamctl ask: refused {what}: {reason}; nobody can approve it (stdin is not a "
+        f"terminal): {allow_hint(request, root)}",
+        err=True,
+    )
+    return False
+
+
+def model_clock() -> Clock | None:
+    """The clock of the model client (``None``: the system clock); tests replace it."""
+    return None
+
+
+def _model_from_env(model: str, on_wait: Callable[[ModelWait], None] | None = None) -> ModelClient:
     base = os.environ.get("ANTHROPIC_BASE_URL", "")
     if not os.environ.get("ANTHROPIC_API_KEY"):
         if not re.match(r"https?://(127\.|localhost|\[::1\])", base):
@@ -84,7 +140,10 @@ def _model_from_env(model: str) -> ModelClient:
         os.environ["ANTHROPIC_API_KEY"] = "fake-api-key"  # a local fake API needs no real key
     from harness.model.anthropic_client import AnthropicModel  # slow import: only when asked
 
-    return AnthropicModel(model)
+    try:
+        return AnthropicModel(model, on_wait=on_wait, clock=model_clock())
+    except HarnessError as exc:  # a bad TEAMCTL_CONNECT_TIMEOUT
+        raise click.ClickException(str(exc)) from exc
 
 
 @click.command("ask")
@@ -113,6 +172,8 @@ def ask_command(
         if sys.stdin.isatty():
             raise click.UsageError("give a PROMPT (or pipe one on stdin)")
         prompt = sys.stdin.read()
+    if not prompt.strip():
+        raise click.UsageError("the prompt is empty: give a PROMPT (or pipe one on stdin)")
     schema = None
     if schema_file:
         try:
@@ -123,10 +184,13 @@ def ask_command(
             check_schema(schema)
         except SchemaFileError as exc:
             raise click.ClickException(f"{schema_file}: {exc}") from exc
-    client = _model_from_env(model)
+    from actors.factory import exclude_team_files
+
+    notices = WaitNotices()
+    client = _model_from_env(model, on_wait=notices)
     try:
         code = run_ask(
-            find_repo_root(Path.cwd()),
+            exclude_team_files(find_repo_root(Path.cwd())),  # as `init` does
             prompt,
             model_client=client,
             output_format=output_format,
@@ -134,9 +198,10 @@ def ask_command(
             json_schema=schema,
             resume=resume,
             permission_mode=permission_mode,
-            approver=console_approver if sys.stdin.isatty() else None,
+            approver=console_approver if sys.stdin.isatty() else refusing_approver,
             policy_factory=default_policy_factory,
             model=model,
+            wait_notices=notices,
         )
     except HarnessError as exc:
         raise click.ClickException(str(exc)) from exc

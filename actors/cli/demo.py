@@ -1,8 +1,8 @@
 """``teamctl demo``: watch a team refactor a small repository in parallel worktrees, no API key.
 
 Runs the ``parallel-refactor`` scenario (``actors.scenarios.demo``) with the live view: on a terminal one
-panel redrawn in place on every team event; to a pipe or file each changed snapshot printed after
-the last. Then prints what happened and where to look. ``--json`` prints only the report, as JSON,
+panel redrawn in place on every team event; to a pipe or file one line per change, appended
+(``actors.live.changes``). Then prints what happened and where to look. ``--json`` prints only the report, as JSON,
 for programs and tests. Exit code 0 when the team finished and every expectation held, else 1.
 """
 
@@ -18,7 +18,6 @@ from actors.cli.common import console, echo_json, json_option
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
-    from actors.live.snapshot import Snapshot
     from actors.scenarios.demo import DemoReport
 
 INTRO = (
@@ -62,15 +61,12 @@ def demo(keep: bool, latency_ms: int, via_api: bool, no_live: bool, as_json: boo
 def _with_live_view(con: Console, **options: Any) -> DemoReport:
     from rich.live import Live
 
-    from actors.live.view import render
+    from actors.live.view import ChangeLog, render
     from actors.scenarios.demo import run_demo
 
     if not con.is_terminal:
-
-        def show(snap: Snapshot) -> None:
-            con.print(render(snap), end="\n\n")
-
-        return run_demo(show=show, **options)
+        # A pipe or a file gets one line per change, appended; never a redrawn panel.
+        return run_demo(show=ChangeLog(lambda line: con.out(line, highlight=False)), **options)
     with Live(console=con, auto_refresh=False, transient=False) as live:
         return run_demo(show=lambda snap: live.update(render(snap), refresh=True), **options)
 
@@ -81,6 +77,7 @@ def render_report(report: DemoReport) -> RenderableType:
     from rich.text import Text
 
     from actors.cli.common import table
+    from teamctl_base.text import one_line, safe
 
     parts: list[RenderableType] = [Text("What happened", style="bold underline")]
     tasks = table("Tasks", ["id", "subject", "status", "done by", "worktree", "summary"])
@@ -100,7 +97,7 @@ def render_report(report: DemoReport) -> RenderableType:
         merges.add_row(m["branch"], m["task_id"] or "-", m["into"] or "-", (m["commit"] or "")[:12])
     parts += [merges, Text()]
     parts.append(Text("Files changed on the base branch", style="bold"))
-    parts.append(Text(report.diffstat or "(none)"))
+    parts.append(Text(safe(report.diffstat, multiline=True) or "(none)"))
     parts.append(Text())
     failed = [c for c in report.checks if not c.ok]
     how = " through the fake Messages API" if report.via_api else ""
@@ -109,7 +106,7 @@ def render_report(report: DemoReport) -> RenderableType:
         parts.append(Text(line, style="green"))
     else:
         parts.append(Text(f"✗ {len(failed)} of {len(report.checks)} expectations failed:", "red"))
-        parts += [Text(f"  {c.name}: {c.detail}") for c in failed]
+        parts += [Text(f"  {safe(c.name)}: {one_line(c.detail, None)}") for c in failed]
         if not report.idle:
             parts.append(Text("  the team did not finish in time", style="red"))
     parts += [Text(), Text("Where to look", style="bold"), Text(where_to_look(report))]

@@ -1,4 +1,5 @@
-"""Journal commands: ``events``, ``replay --verify`` and ``journal check``."""
+"""Journal commands: ``events``, ``replay --verify``, ``journal check`` and ``journal salvage``
+(alias ``repair``)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,15 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from actors.cli.common import echo_json, echo_json_line, json_option, show, table, team_session
+from teamctl_base.text import one_line, safe
 
 if TYPE_CHECKING:
     from actors.factory import Team
     from mailboxes.events import Event
+
+
+SUMMARY_CHARS = 200
+"""An event's data is cut to this many characters in text output (``--json`` has it whole)."""
 
 
 def event_json(event: Event) -> dict[str, Any]:
@@ -20,9 +26,11 @@ def event_json(event: Event) -> dict[str, Any]:
 
 
 def _summary(event: Event) -> str:
-    return " ".join(
+    """The event's data on one line: agent text escaped, cut to ``SUMMARY_CHARS``."""
+    text = " ".join(
         f"{k}={v}" for k, v in event.data.items() if v is not False and v not in (None, "", [], {})
     )
+    return one_line(text, SUMMARY_CHARS)
 
 
 def _stamp(ts: float) -> str:
@@ -30,8 +38,9 @@ def _stamp(ts: float) -> str:
 
 
 def _line(event: Event) -> str:
+    actor = safe(event.actor)
     return (
-        f"{event.seq:>6}  {_stamp(event.ts)}  {event.actor:<10} {event.type:<22} {_summary(event)}"
+        f"{event.seq:>6}  {_stamp(event.ts)}  {actor:<10} {safe(event.type):<22} {_summary(event)}"
     )
 
 
@@ -41,7 +50,7 @@ def _line(event: Event) -> str:
 @json_option
 def events(follow: bool, since: int, as_json: bool) -> None:
     """Show the journal (one JSON object per line with --json)."""
-    with team_session() as team:
+    with team_session(read_only=True) as team:
         last = since
         batch = list(team.journal.read_from(since + 1))
         if batch:
@@ -53,7 +62,7 @@ def events(follow: bool, since: int, as_json: bool) -> None:
             for event in batch:
                 click.echo(_line(event))
         elif batch:
-            grid = table(None, ("seq", "time", "actor", "type", "data"))
+            grid = table(None, ("seq", "time", "actor", "type", "data"), max_cell=SUMMARY_CHARS)
             for event in batch:
                 grid.add_row(
                     str(event.seq), _stamp(event.ts), event.actor, event.type, _summary(event)
@@ -114,7 +123,7 @@ def replay(verify: bool, as_json: bool) -> None:
 
 @click.group()
 def journal() -> None:
-    """Inspect the journal."""
+    """Inspect the journal; salvage a damaged one."""
 
 
 @journal.command("check")
@@ -146,10 +155,54 @@ def journal_check(as_json: bool) -> None:
     else:
         click.echo(
             f"journal CORRUPT at line {report.problem_line}: {report.problem}; "
-            f"{report.last_seq} good events before it. Nothing was changed."
+            f"{report.last_seq} good events before it. Nothing was changed; "
+            "`teamctl journal salvage` keeps those events and drops the rest."
         )
     if not report.ok and not report.repairable:
         raise click.exceptions.Exit(1)
 
+
+@journal.command("salvage")
+@json_option
+def journal_salvage(as_json: bool) -> None:
+    """Keep the events before the first corrupt line; the original is kept as a backup.
+
+    Refused while a runtime (or a `teamctl join`) runs the team. The projections are rebuilt
+    from what was kept; nothing is done to a sound journal.
+    """
+    from actors.factory import salvage_team
+
+    report = salvage_team()
+    seqs = report.dropped_seqs
+    if as_json:
+        echo_json(
+            {
+                "path": report.path,
+                "salvaged": report.backup is not None,
+                "backup": report.backup,
+                "kept": report.kept,
+                "problem": report.problem,
+                "problem_line": report.problem_line,
+                "dropped_lines": report.dropped_lines,
+                "dropped_seqs": list(seqs) if seqs else None,
+                "dropped_intact": report.dropped_intact,
+                "bytes_dropped": report.bytes_dropped,
+            }
+        )
+    elif report.backup is None:
+        click.echo(f"journal ok: {report.kept} events, nothing to salvage")
+    else:
+        assert seqs is not None
+        click.echo(f"journal salvaged: kept events 1-{report.kept} ({report.path})")
+        click.echo(
+            f"dropped {report.dropped_lines} line(s) from line {report.problem_line} "
+            f"(seq {seqs[0]}-{seqs[1]}, {report.bytes_dropped} bytes, "
+            f"{report.dropped_intact} intact events after the bad one): {report.problem}"
+        )
+        click.echo(f"original kept as {report.backup}")
+        click.echo("projections rebuilt from the kept events")
+
+
+journal.add_command(journal_salvage, "repair")
 
 COMMANDS = (events, replay, journal)

@@ -7,7 +7,8 @@ that needs it.
 
 Errors: every domain error (``MailboxesError``, ``TeamError``, a pydantic ``ValidationError``,
 an ``OSError``) becomes one line on stderr and exit code 1; usage errors exit 2 (click);
-``--debug`` lets the traceback through.
+``--debug`` lets the traceback through. Every error line starts ``error: ``, click's own too
+(its usage text stays above it).
 """
 
 from __future__ import annotations
@@ -74,8 +75,54 @@ def _install_warnings(ctx: click.Context, debug: bool) -> None:
         ctx.call_on_close(undo)
 
 
+EXIT_PIPE_CLOSED = 141
+"""Exit code when the reader of stdout went away (``teamctl events | head -1``): 128 + SIGPIPE,
+what a shell reports for a program the closed pipe killed."""
+
+
+def _reader_gone() -> None:
+    """End quietly after a closed pipe: point stdout at /dev/null so that flushing it at exit
+    does not fail a second time (Python would print "Exception ignored ... BrokenPipeError")."""
+    import os
+    import sys
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # not a real file (in-process tests): nothing to flush
+        pass
+
+
+def show_click_error(exc: click.ClickException) -> None:
+    """What click shows for ``exc`` (usage and hint included), with its ``Error: `` prefix
+    written ``error: `` like every other error line of the CLI."""
+    import io
+
+    buffer = io.StringIO()
+    exc.show(file=buffer)
+    text = buffer.getvalue()
+    at = text.rfind(f"Error: {exc.format_message()}")
+    if at >= 0:
+        text = text[:at] + "error: " + text[at + len("Error: ") :]
+    click.echo(text, err=True, nl=False)
+
+
 class TeamGroup(click.Group):
     """The root group: the one place where domain errors become a friendly line."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.ClickException as exc:  # bad usage of the root group itself
+            show_click_error(exc)
+            raise click.exceptions.Exit(exc.exit_code) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -83,8 +130,14 @@ class TeamGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             ctx.exit(130)
-        except (click.exceptions.Exit, click.ClickException, click.Abort):
+        except click.ClickException as exc:
+            show_click_error(exc)
+            ctx.exit(exc.exit_code)
+        except (click.exceptions.Exit, click.Abort):
             raise
+        except BrokenPipeError:
+            _reader_gone()
+            ctx.exit(EXIT_PIPE_CLOSED)
         except Exception as exc:
             if ctx.params.get("debug") or not isinstance(exc, _domain_errors()):
                 raise

@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from actors.cli.common import echo_json, json_option, show, table, team_session
+from teamctl_base.text import safe
 
 if TYPE_CHECKING:
+    from actors.factory import Team
     from mailboxes.messages import Envelope
 
 
@@ -52,26 +54,55 @@ def send(to: str, text: str, sender: str, as_json: bool) -> None:
 @click.argument("agent")
 @click.option("--ack", is_flag=True, help="Mark the shown messages as read (moves them to cur/).")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 10_000))
+@click.option("--full", is_flag=True, help="Whole texts with their line breaks (else cut with …).")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="With --ack: even the mail of an agent a running teamctl hosts (journaled).",
+)
+@click.option("--by", default="user", show_default=True, help="With --force: who is forcing it.")
 @json_option
-def inbox(agent: str, ack: bool, limit: int, as_json: bool) -> None:
+def inbox(
+    agent: str, ack: bool, limit: int, full: bool, force: bool, by: str, as_json: bool
+) -> None:
     """Unread messages for AGENT, oldest first."""
-    with team_session() as team:
+    with team_session(read_only=not ack) as team:
         messages = team.mailbox.pending(agent, max_messages=limit, max_bytes=1 << 30)
         if ack and messages:
-            team.mailbox.ack(agent, [m.id for m in messages])
+            ids = [m.id for m in messages]
+            _record_forced_ack(team, agent, ids, force=force, by=by)
+            team.mailbox.ack(agent, ids)
     if as_json:
         echo_json([envelope_json(m) for m in messages])
         return
     if not messages:
-        click.echo(f"no unread messages for {agent}")
+        click.echo(f"no unread messages for {safe(agent)}")
         return
+    from actors.live.text import plain
+
     grid = table(f"inbox of {agent}", ("time", "from", "type", "text", "id"))
     for m in messages:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(m.ts))
-        grid.add_row(stamp, m.sender, m.type, _text(m), m.id)
+        text = plain(_text(m), multiline=True) if full else _text(m)
+        grid.add_row(stamp, m.sender, m.type, text, m.id)
     show(grid)
     if ack:
         click.echo(f"acknowledged {len(messages)} message(s)")
+
+
+def _record_forced_ack(team: Team, agent: str, ids: list[str], *, force: bool, by: str) -> None:
+    """A live agent's mail is its own: acknowledging it by hand needs ``--force``, and is then
+    journaled (``inbox.acknowledged``, with who forced it) before the messages move."""
+    from actors.errors import LiveMemberRefused
+    from mailboxes.events import InboxAcknowledged, draft
+    from mailboxes.messages import check_agent_name
+
+    if not team.liveness.is_alive(agent):
+        return
+    if not force:
+        raise LiveMemberRefused(agent, "mark its mail as read")
+    body = InboxAcknowledged(agent=agent, message_ids=tuple(ids), forced_by=check_agent_name(by))
+    team.board.execute(lambda state: [draft(body.TYPE, by, body)])
 
 
 COMMANDS = (send, inbox)

@@ -8,10 +8,15 @@ the commands.
 from __future__ import annotations
 
 import datetime as dt
+from typing import TYPE_CHECKING
 
 import click
 
 from actors.cli.common import echo_json, json_option, show, table, team_session
+
+if TYPE_CHECKING:
+    from actors.board.state import TeamState
+from teamctl_base.text import one_line
 
 
 def _when(ts: float | None) -> str:
@@ -35,11 +40,15 @@ def jobs_command(as_json: bool) -> None:
     if not found:
         click.echo("no background jobs")
         return
-    grid = table(None, ("job", "owner", "status", "exit", "started", "command", "log"))
+    # Whole log paths (to copy); the command is cut like any agent text.
+    grid = table(
+        None, ("job", "owner", "status", "exit", "started", "command", "log"), max_cell=None
+    )
     grid.columns[0].no_wrap = True
     for v in found:
         code = "-" if v.exit_code is None else str(v.exit_code)
-        grid.add_row(v.job_id, v.owner, v.status, code, _when(v.started_at), v.command, v.log_path)
+        command = one_line(v.command)
+        grid.add_row(v.job_id, v.owner, v.status, code, _when(v.started_at), command, v.log_path)
     show(grid)
 
 
@@ -99,6 +108,7 @@ def cron_add(
     from teamctl_base.clock import UuidIds
 
     with team_session() as team:
+        _check_owner(team.state(), owner)
         cron_id = schedule_cron(
             team.journal,
             UuidIds(),
@@ -115,6 +125,18 @@ def cron_add(
         echo_json(view.as_json())
     else:
         click.echo(f"scheduled {cron_id}: next at {view.next_fire}")
+
+
+def _check_owner(state: TeamState, owner: str) -> None:
+    """A cron job wakes an agent of the team: the lead (even before its first run) or a
+    teammate that was spawned (``UnknownMember`` otherwise)."""
+    from actors.board.rules import LEAD
+    from actors.errors import UnknownMember
+    from mailboxes.messages import check_agent_name
+
+    member = state.members.get(check_agent_name(owner))
+    if owner != LEAD and (member is None or member.kind != "agent"):
+        raise UnknownMember(owner)
 
 
 @cron_group.command("cancel")

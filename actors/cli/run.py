@@ -9,6 +9,12 @@ running team), never on a timer; to a terminal it is coloured, to a pipe it is p
 ``resume`` is ``run`` without a prompt. ``join NAME`` hosts one existing teammate in this process
 next to a running runtime. ``stop NAME [--force]`` asks a teammate to shut down (or stops it now).
 
+Leaving (Ctrl-C, SIGTERM, ``/quit``, the end of a headless run, a member failing) pauses the team:
+every member keeps its claim, conversation and unread mail, and ``resume`` brings them back and
+says whom. Only ``stop NAME`` and ``run --fresh`` retire members (docs/RELIABILITY.md, "Stop and
+resume"). The exit code says how a headless run ended (``EXIT_*`` below, the README's table), and
+the stream-json ``result`` carries the same outcome as ``subtype``/``is_error``/``exit_code``.
+
 A scripted model from a YAML/JSON file replaces the real one with the hidden ``--script FILE``
 option or ``TEAMCTL_SCRIPT`` (the scenario runner and end-to-end tests use it).
 """
@@ -26,13 +32,21 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from actors.cli.common import echo_json_line
+from teamctl_base.text import one_line, safe
 
 if TYPE_CHECKING:
     from actors.live.snapshot import Snapshot
     from actors.runtime.runtime import TeamRuntime
     from actors.scenarios.demo import LiveFeed
 
-EXIT_OK, EXIT_NOT_IDLE = 0, 1
+EXIT_OK = 0
+"""The team finished: idle, and every task completed (or there were none)."""
+EXIT_UNFINISHED = 3
+"""The run ended (idle, or ``--timeout``) with tasks pending, blocked or in progress."""
+EXIT_MEMBER_FAILED = 4
+"""A member failed for good: a rejected API key (not retried), or no restart left."""
+EXIT_STOPPED = 130
+"""Stopped by the user (Ctrl-C or SIGTERM); the team is paused and ``resume`` continues it."""
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 _script = click.option(
@@ -102,7 +116,7 @@ class _Printer:
                 return
             line = _text_line(event)
             if line:
-                click.echo(line)
+                click.echo(safe(line, multiline=True))  # agent text: escaped
 
     def line(self, text: str) -> None:
         """One line of its own (not interleaved with an event's)."""
@@ -163,11 +177,26 @@ def _text_line(event: Mapping[str, Any]) -> str | None:
         return f"[{agent}] is {event['status']}"
     if kind == "error":
         return f"[{agent}] error: {event['error']}"
+    if kind == "model_wait":
+        return f"[{agent}] {event['message']}"
     if kind == "degraded":
         return f"[team] degraded: {event['reason']}; waiting for free space"
     if kind == "recovered":
         return "[team] recovered: free space again, resuming the interrupted work"
+    if kind == "failed":
+        return f"[{agent}] failed and stays down: {event['error']}"
+    if kind == "resumed":
+        return "[team] resumed " + ", ".join(_resumed_text(m) for m in event["members"])
     return None
+
+
+def _resumed_text(member: Mapping[str, Any]) -> str:
+    details = [str(member["was"])]
+    if member.get("task_id"):
+        details.append(f"on {member['task_id']}")
+    if member.get("unread"):
+        details.append(f"{member['unread']} unread")
+    return f"{member['name']} ({', '.join(details)})"
 
 
 def _model_source(script: Path | None) -> Any:
@@ -192,18 +221,57 @@ def _settings(model: str | None) -> Any:
     return settings
 
 
-def _summary(rt: TeamRuntime, idle: bool) -> dict[str, Any]:
+def _summary(rt: TeamRuntime, *, timed_out: bool = False, stopped: bool = False) -> dict[str, Any]:
+    """The run's ``result``: its outcome (``subtype``, ``is_error``, ``exit_code``), the task
+    counts, the unfinished tasks and the members that failed. Read before the runtime stops."""
     state = rt.board.refresh()
     counts: dict[str, int] = {}
     for task in state.tasks.values():
         counts[task.status] = counts.get(task.status, 0) + 1
+    unfinished = [t.id for t in state.tasks.values() if t.status not in ("completed", "deleted")]
+    failed = rt.failures()
+    if stopped:
+        subtype, code = "error_interrupted", EXIT_STOPPED
+    elif failed:
+        subtype, code = "error_member_failed", EXIT_MEMBER_FAILED
+    elif timed_out:
+        subtype, code = "error_timeout", EXIT_UNFINISHED
+    elif unfinished:
+        subtype, code = "error_unfinished_tasks", EXIT_UNFINISHED
+    else:
+        subtype, code = "success", EXIT_OK
     return {
         "type": "result",
-        "subtype": "success" if idle else "error_not_idle",
-        "is_error": not idle,
+        "subtype": subtype,
+        "is_error": code != EXIT_OK,
+        "exit_code": code,
         "tasks": counts,
+        "unfinished": unfinished,
+        "failed": failed,
         "members": {m.name: m.status for m in state.members.values()},
     }
+
+
+def _report(printer: _Printer, output_format: str, summary: Mapping[str, Any]) -> int:
+    """The last line(s) of a run; returns its exit code."""
+    code = int(summary["exit_code"])
+    if output_format == "stream-json":
+        printer(summary)
+        return code
+    tasks, subtype = summary["tasks"], summary["subtype"]
+    if subtype == "success":
+        click.echo(f"team idle: tasks {tasks}")
+    elif subtype == "error_unfinished_tasks":
+        left = ", ".join(summary["unfinished"])
+        click.echo(f"team idle with unfinished tasks ({left}): tasks {tasks}")
+    elif subtype == "error_timeout":
+        click.echo(f"team not idle at the timeout: tasks {tasks}")
+    elif subtype == "error_member_failed":
+        for name, error in summary["failed"].items():
+            click.echo(f"error: {name} failed: {error}", err=True)
+    if code != EXIT_OK:
+        click.echo("the team is paused: `teamctl resume` continues it", err=True)
+    return code
 
 
 def _run(
@@ -215,6 +283,7 @@ def _run(
     permission_mode: str | None,
     script: Path | None,
     timeout: float | None,
+    fresh: bool = False,
 ) -> int:
     from actors.runtime.runtime import TeamRuntime
 
@@ -232,6 +301,7 @@ def _run(
         settings=_settings(model),
         on_event=printer if feed is None else _tee(printer, feed),
         permission_mode=permission_mode,
+        fresh=fresh,
     )
     try:
         rt.start()
@@ -242,19 +312,23 @@ def _run(
         if prompt:
             rt.submit(prompt)
         if not interactive:
-            idle = rt.wait_idle(timeout)
-            summary = _summary(rt, idle)
-            rt.stop()  # the result is the last line: after the stop's own events
-            if output_format == "stream-json":
-                printer(summary)
-            else:
-                click.echo(f"team idle: tasks {summary['tasks']}" if idle else "team not idle")
-            return EXIT_OK if idle else EXIT_NOT_IDLE
+            # A member that failed for good ends the run at once (nobody would do its part).
+            ended = rt.wait_until(lambda: bool(rt.failures()) or rt.is_idle(), timeout)
+            summary = _summary(rt, timed_out=not ended)
+            rt.stop("member_failed" if summary["failed"] else "run_ended")
+            return _report(printer, output_format, summary)  # last: after the stop's events
         _console(rt, feed)
+        rt.stop("quit")
         return EXIT_OK
     except (_Terminated, KeyboardInterrupt):
-        click.echo("stopping the team", err=True)
-        return 130
+        click.echo("stopping the team: pausing every member (claims and mail kept)", err=True)
+        try:
+            summary = _summary(rt, stopped=True)
+        except Exception:  # interrupted while starting: the team may not be readable
+            summary = {"type": "result", "subtype": "error_interrupted", "is_error": True}
+            summary["exit_code"] = EXIT_STOPPED
+        rt.stop("interrupted")
+        return _report(printer, output_format, summary)
     finally:
         if feed is not None:
             feed.close()  # the last status line, while the team is still open
@@ -280,7 +354,7 @@ def _console(rt: TeamRuntime, feed: LiveFeed | None = None) -> None:
                 click.echo(f"{m.name}: {m.status}" + (f" on {m.task_id}" if m.task_id else ""))
         elif line == "/tasks":
             for t in rt.board.refresh().tasks.values():
-                click.echo(f"{t.id} [{t.status}] {t.owner or '-'} {t.subject}")
+                click.echo(f"{t.id} [{t.status}] {t.owner or '-'} {one_line(t.subject)}")
         elif line == "/watch":
             _panel(rt, feed)
         elif line.startswith("/stop "):
@@ -323,6 +397,11 @@ def _answer(rt: TeamRuntime, line: str) -> None:
 @click.command("run")
 @click.argument("prompt", required=False)
 @_runtime_options(whole_team=True)
+@click.option(
+    "--fresh",
+    is_flag=True,
+    help="Retire every teammate (claims released) and start the lead on a new conversation.",
+)
 def run_command(
     prompt: str | None,
     headless: bool,
@@ -331,8 +410,9 @@ def run_command(
     permission_mode: str | None,
     script: Path | None,
     timeout: float | None,
+    fresh: bool,
 ) -> None:
-    """Start the team (or continue it) with PROMPT for the lead."""
+    """Start the team (or continue it, paused members included) with PROMPT for the lead."""
     sys.exit(
         _run(
             prompt,
@@ -342,6 +422,7 @@ def run_command(
             permission_mode=permission_mode,
             script=script,
             timeout=timeout,
+            fresh=fresh,
         )
     )
 
@@ -356,7 +437,8 @@ def resume_command(
     script: Path | None,
     timeout: float | None,
 ) -> None:
-    """Bring back every member that was not stopped, with its transcript, claim and mail."""
+    """Bring back every member that was not stopped (paused ones included), with its
+    transcript, claim and mail; says whom it brought back."""
     sys.exit(
         _run(
             None,
@@ -382,14 +464,24 @@ def join_command(name: str, output_format: str, model: str | None, script: Path 
     rt = TeamRuntime(
         model=source, settings=_settings(model), on_event=_Printer(output_format), join=name
     )
+    code = EXIT_OK
     try:
         rt.start()
-        rt.wait_until(lambda: rt.board.refresh().members[name].status == "stopped")
+        rt.wait_until(
+            lambda: rt.board.refresh().members[name].status == "stopped" or bool(rt.failures())
+        )
+        for member, error in rt.failures().items():
+            click.echo(f"error: {member} failed: {error}", err=True)
+            code = EXIT_MEMBER_FAILED
     except (_Terminated, KeyboardInterrupt):
-        click.echo(f"stopping {name}", err=True)
+        click.echo(
+            f"pausing {name} (claim and mail kept; `teamctl join {name}` continues)", err=True
+        )
+        code = EXIT_STOPPED
     finally:
-        rt.stop()
+        rt.stop("interrupted" if code == EXIT_STOPPED else "run_ended")
         signal.signal(signal.SIGTERM, previous)
+    sys.exit(code)
 
 
 @click.command("stop")

@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from actors.cli.common import echo_json, json_option, show, table, team_session
+from teamctl_base.text import CELL_CHARS, one_line
 
 if TYPE_CHECKING:
     from actors.board.state import Task, TeamState
+    from actors.factory import Team
 
 _STATUS_ORDER = ("in_progress", "pending", "completed", "deleted")
 
@@ -34,10 +36,11 @@ def _owner(task: Task) -> str:
 
 @click.command("tasks")
 @click.option("--all", "show_all", is_flag=True, help="Include deleted tasks.")
+@click.option("--full", is_flag=True, help="Whole subjects (long ones are cut with … otherwise).")
 @json_option
-def tasks(show_all: bool, as_json: bool) -> None:
+def tasks(show_all: bool, full: bool, as_json: bool) -> None:
     """The task board, by status."""
-    with team_session() as team:
+    with team_session(read_only=True) as team:
         state = team.state()
     rows = [t for t in state.tasks.values() if show_all or t.status != "deleted"]
     rows.sort(key=lambda t: (_STATUS_ORDER.index(t.status), t.number))
@@ -47,7 +50,11 @@ def tasks(show_all: bool, as_json: bool) -> None:
     if not rows:
         click.echo("no tasks yet — add one with `teamctl task add SUBJECT`")
         return
-    grid = table(None, ("id", "status", "subject", "owner", "blocked by", "worktree"))
+    grid = table(
+        None,
+        ("id", "status", "subject", "owner", "blocked by", "worktree"),
+        max_cell=None if full else CELL_CHARS,
+    )
     for t in rows:
         status = "ready" if state.is_ready(t) else t.status.replace("_", " ")
         if t.status == "pending" and not state.is_ready(t):
@@ -84,7 +91,7 @@ def task_add(
     if as_json:
         echo_json(task_json(state.task(created.id), state))
     else:
-        click.echo(f"added {created.id}: {created.subject}")
+        click.echo(f"added {created.id}: {one_line(created.subject)}")
 
 
 @task.command("show")
@@ -92,18 +99,21 @@ def task_add(
 @json_option
 def task_show(task_id: str, as_json: bool) -> None:
     """Show one task."""
-    with team_session() as team:
+    with team_session(read_only=True) as team:
         state = team.state()
+    from actors.live.text import plain
+
     found = state.task(task_id)
     data = task_json(found, state)
     if as_json:
         echo_json(data)
         return
-    grid = table(f"{found.id}: {found.subject}", ("field", "value"))
+    # Whole texts, escaped; the description and summary keep their line breaks.
+    grid = table(f"{found.id}: {found.subject}", ("field", "value"), max_cell=None)
     for key, value in data.items():
         if key in ("id", "subject", "seq"):
             continue
-        grid.add_row(key.replace("_", " "), _cell(key, value))
+        grid.add_row(key.replace("_", " "), plain(_cell(key, value), multiline=True))
     show(grid)
 
 
@@ -140,6 +150,15 @@ def task_edit(
     if subject is None and description is None and not add_blocked_by and not remove_blocked_by:
         raise click.UsageError("nothing to change: give --subject, --description or a dependency")
     with team_session(actor) as team:
+        if remove_blocked_by:
+            # The board treats removing an absent edge as done (a retry is a no-op); a person
+            # is told instead.
+            edges = team.state().task(task_id).blocked_by
+            strangers = [d for d in dict.fromkeys(remove_blocked_by) if d not in edges]
+            if strangers:
+                from actors.errors import TeamError
+
+                raise TeamError(f"task {task_id} is not blocked by {', '.join(strangers)}")
         team.board.update(
             task_id,
             subject=subject,
@@ -172,34 +191,79 @@ def task_claim(task_id: str, name: str) -> None:
             team.ensure_human(name)
     if not result.ok:
         # A refused claim is a normal answer, not an error: one line, exit 1.
-        click.echo(f"no: {name} cannot claim {task_id}: {result.reason}", err=True)
+        click.echo(f"error: {name} cannot claim {task_id}: {result.reason}", err=True)
         raise click.exceptions.Exit(1)
     click.echo(f"{name} claimed {task_id}")
+
+
+force_option = click.option(
+    "--force",
+    is_flag=True,
+    help="Act even though a running teamctl hosts that agent (the journal records who forced it).",
+)
+by_option = click.option(
+    "--by",
+    default="user",
+    show_default=True,
+    help="With --force: who is forcing it, as recorded in the journal.",
+)
+
+
+def forced_by(team: Team, name: str, action: str, *, force: bool, by: str) -> str | None:
+    """Who forces a person's ``action`` on the work or mail of ``name``: None when ``name`` is
+    no live agent (nothing to force), ``by`` with ``--force``; ``LiveMemberRefused`` without it.
+    A name that is no member must be one a person may take (``InvalidMemberName``)."""
+    from actors.board.rules import check_member_name
+    from actors.errors import LiveMemberRefused
+    from mailboxes.messages import check_agent_name
+
+    member = team.state().members.get(name)
+    if member is None:
+        check_member_name(name, lead=None)
+        return None
+    if member.kind != "agent" or not team.liveness.is_alive(name):
+        return None
+    if not force:
+        raise LiveMemberRefused(name, action)
+    return check_agent_name(by)
 
 
 @task.command("release")
 @click.argument("task_id")
 @click.option("--as", "name", required=True, help="Who holds it.")
-def task_release(task_id: str, name: str) -> None:
+@force_option
+@by_option
+def task_release(task_id: str, name: str, force: bool, by: str) -> None:
     """Give a task back to the board."""
+    from actors.board.board import acting_as
+
     with team_session(name) as team:
+        who = forced_by(team, name, f"release its task {task_id}", force=force, by=by)
         held = team.state().task(task_id)
-        team.board.release(task_id, name, held.epoch, "released by hand")
-    click.echo(f"{name} released {task_id}")
+        with acting_as(who or name):
+            team.board.release(task_id, name, held.epoch, "released by hand", forced_by=who)
+    click.echo(f"{name} released {task_id}" + (f" (forced by {who})" if who else ""))
 
 
 @task.command("complete")
 @click.argument("task_id")
 @click.option("--as", "name", required=True, help="Who holds it.")
 @click.option("--summary", default="", help="What was done.")
-def task_complete(task_id: str, name: str, summary: str) -> None:
+@force_option
+@by_option
+def task_complete(task_id: str, name: str, summary: str, force: bool, by: str) -> None:
     """Mark a task you hold as done."""
+    from actors.board.board import acting_as
+
     with team_session(name) as team:
+        who = forced_by(team, name, f"complete its task {task_id}", force=force, by=by)
         held = team.state().task(task_id)
-        done = team.board.complete(task_id, name, held.epoch, summary)
+        with acting_as(who or name):
+            done = team.board.complete(task_id, name, held.epoch, summary, forced_by=who)
     unblocked = done.unblocked
     extra = f" (now ready: {', '.join(unblocked)})" if unblocked else ""
-    click.echo(f"{name} completed {task_id}{extra}")
+    forced = f" (forced by {who})" if who else ""
+    click.echo(f"{name} completed {task_id}{extra}{forced}")
 
 
 COMMANDS = (tasks, task)

@@ -38,7 +38,7 @@ def _settings_problem(path: Path) -> str | None:
 @json_option
 def status(as_json: bool) -> None:
     """Tasks by state, members and inbox counts."""
-    with team_session() as team:
+    with team_session(read_only=True) as team:
         state = team.state()
         counts: dict[str, int] = {}
         for task in state.tasks.values():

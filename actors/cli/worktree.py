@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import click
 
 from actors.cli.common import echo_json, json_option, show, table, team_session, warn
+from teamctl_base.text import safe
 
 if TYPE_CHECKING:
     from actors.worktrees.actor import WorktreesHandle
@@ -104,7 +105,7 @@ def list_command(as_json: bool, prune: bool, repair: bool, include_removed: bool
         )
         return
     for line in report.repaired:
-        click.echo(line)
+        click.echo(safe(line))
     if views:
         grid = table(None, ["name", "branch", "base", "task", "status", "owner", "state"])
         for v in views:
@@ -126,7 +127,7 @@ def list_command(as_json: bool, prune: bool, repair: bool, include_removed: bool
     else:
         click.echo("no worktrees")
     for drift in report.drifts:
-        warn(str(drift))
+        warn(safe(drift))
 
 
 @worktree.command("add")
@@ -170,7 +171,7 @@ def merge_command(name: str | None, merge_all: bool, squash: bool, as_json: bool
         if not results:
             click.echo("nothing to merge")
         for result in results:
-            click.echo(_say(result), err=not result.ok)
+            click.echo(safe(_say(result)), err=not result.ok)
     if any(not r.ok for r in results):
         raise SystemExit(1)
 

@@ -4,6 +4,8 @@
 - ``snapshot``: ``Snapshot`` and ``build_snapshot``: the view's data, built by a pure function.
 - ``load``: ``LiveSource``: reads a repository incrementally, taking no lock the runtime needs.
 - ``render``: ``render(snapshot)``: one rich renderable.
+- ``changes``: ``change_lines``/``ChangeLog``: the view as an append-only log, for pipes and files.
+- ``text``: ``SafeTable``: rich tables whose cells are escaped plain text, never markup.
 """
 
-__all__ = ["load", "render", "snapshot", "view"]
+__all__ = ["changes", "load", "render", "snapshot", "text", "view"]

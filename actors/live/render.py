@@ -15,6 +15,8 @@ from rich.table import Table
 from rich.text import Text
 
 from actors.live.snapshot import Column, MemberRow, Snapshot, TaskRow
+from actors.live.text import SafeTable
+from teamctl_base.text import safe
 
 __all__ = ["render"]
 
@@ -44,6 +46,10 @@ _COLUMN_STYLE: dict[Column, str] = {
     "deleted": "dim strike",
 }
 _SHOWN_COLUMNS: tuple[Column, ...] = ("in_progress", "ready", "blocked", "completed")
+_ID_COLUMNS = frozenset({"id", "name", "job", "cron", "request", "branch"})
+"""Columns that never wrap: an id is copied whole into the next command."""
+_CELL_CHARS = 60
+"""The live view cuts longer agent texts (subjects, prompts, commands) with an ellipsis."""
 
 
 def _clock(ts: float | None) -> str:
@@ -51,11 +57,17 @@ def _clock(ts: float | None) -> str:
 
 
 def _table(title: str, *columns: str) -> Table:
-    grid = Table(title=title, title_justify="left", title_style="bold", expand=False)
+    """A table whose cells are plain, escaped agent text (``SafeTable``)."""
+    grid = SafeTable(
+        title=title, title_justify="left", title_style="bold", expand=False, max_cell=_CELL_CHARS
+    )
     grid.show_edge = False
     grid.pad_edge = False
     for name in columns:
-        grid.add_column(name, overflow="fold")
+        if name in _ID_COLUMNS:
+            grid.add_column(name, no_wrap=True)
+        else:
+            grid.add_column(name, overflow="fold")
     return grid
 
 
@@ -63,7 +75,7 @@ def _header(snap: Snapshot) -> Text:
     counts = snap.task_counts()
     parts = [f"{_COLUMN_TITLE[c]} {counts[c]}" for c in _SHOWN_COLUMNS]
     head = Text()
-    head.append(f"team {snap.team or '?'}", style="bold")
+    head.append(f"team {safe(snap.team or '?')}", style="bold")
     head.append(f"  journal seq {snap.seq}  ")
     head.append("tasks: " + ", ".join(parts))
     head.append(f"  (as of {_clock(snap.taken_at)})", style="dim")
@@ -77,7 +89,7 @@ def _member_status(m: MemberRow) -> Text:
     elif m.orphaned:
         text.append(" (no process)", style="bold red")
     if m.reason and m.status in ("crashed", "stopped", "stopping"):
-        text.append(f": {m.reason}", style="dim")
+        text.append(f": {safe(m.reason)}", style="dim")
     return text
 
 
@@ -106,7 +118,7 @@ def _deps(task: TaskRow) -> Text:
     for i, dep in enumerate(task.blocked_by):
         if i:
             text.append(", ")
-        text.append(dep, style="yellow" if dep in task.waiting_on else "dim")
+        text.append(safe(dep), style="yellow" if dep in task.waiting_on else "dim")
     return text
 
 
@@ -144,7 +156,7 @@ def _inboxes(snap: Snapshot) -> RenderableType:
     for i, row in enumerate(snap.inboxes):
         if i:
             text.append("  ")
-        text.append(f"{row.agent} ")
+        text.append(f"{safe(row.agent)} ")
         text.append(str(row.unread), style="bold yellow" if row.unread else "dim")
     return text
 

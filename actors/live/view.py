@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from actors.live.changes import ChangeLog, change_lines
 from actors.live.load import LiveSource, load_snapshot
 from actors.live.render import render
 from actors.live.snapshot import Snapshot, build_snapshot, fold_permissions
@@ -36,10 +37,12 @@ if TYPE_CHECKING:
     from mailboxes.ports import Watcher
 
 __all__ = [
+    "ChangeLog",
     "LiveSource",
     "Refresher",
     "Snapshot",
     "build_snapshot",
+    "change_lines",
     "fold_permissions",
     "load_snapshot",
     "render",
@@ -153,7 +156,7 @@ def watch_live(
 ) -> None:
     """Show ``source``'s team until Ctrl-C (``KeyboardInterrupt`` propagates) or the refresher
     is stopped, redrawn on events only. On a terminal: one ``rich.live.Live`` redrawn in place
-    (``auto_refresh=False``); to a pipe or file: each changed snapshot printed after the last.
+    (``auto_refresh=False``); to a pipe or file: one line per change (``ChangeLog``), appended.
     ``on_start`` receives the running ``Refresher`` (its ``stop`` ends the view from another
     thread); ``on_show`` is told of every snapshot drawn, after it was drawn."""
     from rich.live import Live
@@ -174,7 +177,8 @@ def watch_live(
             refresher.stop()
 
     if not console.is_terminal:
-        run(lambda snap: console.print(render(snap), end="\n\n"))
+        # A pipe or a file gets an append-only log, one line per change, never a redrawn panel.
+        run(ChangeLog(lambda line: console.out(line, highlight=False)))
         return
     with Live(console=console, auto_refresh=False, transient=False) as live:
         run(lambda snap: live.update(render(snap), refresh=True))

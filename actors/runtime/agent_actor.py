@@ -25,7 +25,7 @@ import pykka
 
 from actors.messages import BoardChanged, Step, UserInput, Wake
 from actors.runtime.supervision import disk_full
-from harness.errors import HarnessError
+from harness.errors import HarnessError, ModelAuthError
 from harness.ports import Message, TextBlock, ToolUseBlock
 
 if TYPE_CHECKING:
@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     from mailboxes.messages import Envelope
 
 log = logging.getLogger(__name__)
+
+AUTH_ERROR_KINDS = frozenset({"authentication", "permission"})
+"""``ModelError.kind`` of a 401/403: the API refused the key; a restart cannot help."""
 
 __all__ = ["AgentActor", "AgentHost", "format_batch", "format_envelope"]
 
@@ -64,8 +67,14 @@ class AgentHost(Protocol):
         """An output event (stream-json, live view)."""
         ...
 
-    def failed(self, name: str, error: str, generation: int) -> None:
-        """The incarnation failed: the host hands it to its Supervisor."""
+    def failed(self, name: str, error: str, generation: int, *, restart: bool = True) -> None:
+        """The incarnation failed: the host hands it to its Supervisor (``restart`` False:
+        restarting cannot help, e.g. the API refused the credentials)."""
+        ...
+
+    def winding_down(self) -> bool:
+        """The runtime stops: the actor starts nothing new (no turn, no claim, no message); the
+        member is paused as it is and continues at ``teamctl resume``."""
         ...
 
     def paused(self) -> bool:
@@ -140,6 +149,8 @@ class AgentActor(pykka.ThreadingActor):
         if self.dead:
             if self.stalled and isinstance(message, UserInput):  # kept for the next incarnation
                 self.host.hold_input(self.name, message.text)
+            return None
+        if self.host.winding_down():  # paused as it is: the next incarnation picks it up
             return None
         try:
             match message:
@@ -277,7 +288,7 @@ class AgentActor(pykka.ThreadingActor):
         try:
             result = self.agent.step()
         except HarnessError as exc:
-            self.fail(f"{type(exc).__name__}: {exc}")
+            self.fail(f"{type(exc).__name__}: {exc}", restart=not isinstance(exc, ModelAuthError))
             return
         if result.response is not None and before:
             self.ack(before)
@@ -286,8 +297,11 @@ class AgentActor(pykka.ThreadingActor):
             self._attached += self._queued
             self._queued = []
         self._emit_step(result)
+        if self.host.winding_down():  # the runtime stops: nothing new, no turn-end report
+            return
         if result.transition == "error":
-            self.fail(result.error or "model error")
+            auth = result.error_kind in AUTH_ERROR_KINDS
+            self.fail(result.error or "model error", restart=not auth)
             return
         if not result.done:
             self.actor_ref.tell(Step(turn=self.turn))
@@ -308,15 +322,18 @@ class AgentActor(pykka.ThreadingActor):
         if not self.start_turn(follow_up):
             self._settle()
 
-    def fail(self, error: str) -> None:
-        """Give up on this incarnation: the Supervisor takes over."""
+    def fail(self, error: str, *, restart: bool = True) -> None:
+        """Give up on this incarnation: the Supervisor takes over (``restart`` False: it does
+        not bring the member back, as for a rejected API key)."""
         if self.dead:
             return
         self.dead = True
         self.in_turn = False
-        self.host.set_busy(self.name, False)
         self.host.emit({"type": "error", "agent": self.name, "error": error})
-        self.host.failed(self.name, error, self.generation)
+        # Reported before it stops being busy: the team never looks idle in between (a run
+        # would end "idle" before the Supervisor knew of the failure).
+        self.host.failed(self.name, error, self.generation, restart=restart)
+        self.host.set_busy(self.name, False)
 
     def stall(self, reason: str) -> None:
         """A write failed for lack of space (rolled back): not a crash. This incarnation stops

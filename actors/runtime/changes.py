@@ -112,10 +112,15 @@ class Changes:
         if changed:
             self._decisions.scan()
         liveness = self._team.liveness  # a process hosting a member may have died (SIGKILL)
-        if any(
-            not state.tasks[tid].human and not liveness.is_alive(owner)
-            for owner, tid in state.holdings.items()
+        # A paused member's claim waits for `resume` and is never reaped, so it must not keep the
+        # other members from hearing about the change.
+        if (
+            any(
+                not state.tasks[tid].human and not liveness.is_alive(owner)
+                for owner, tid in state.holdings.items()
+            )
+            and board.reap_dead_owners()
         ):
-            board.reap_dead_owners()  # a journal change: the watcher comes back with it
-        elif changed:
+            return  # a journal change: the watcher comes back with it
+        if changed:
             self._members.board_changed()

@@ -50,12 +50,14 @@ if TYPE_CHECKING:
     from mailboxes.maildir import Maildir
     from mailboxes.messages import Envelope
 
-__all__ = ["FORCED", "RUNTIME", "MemberHosting"]
+__all__ = ["FORCED", "PAUSED", "RUNTIME", "MemberHosting"]
 
 log = logging.getLogger(__name__)
 
 RUNTIME = "runtime"
 """The journal actor of what the runtime records itself."""
+PAUSED = "paused"
+"""The status of a member whose runtime stopped politely: resumable, its claim kept."""
 FORCED = frozenset({"forced", "shutdown_timeout"})
 """Stop reasons of a member stopped by the runtime: its own background jobs are killed too."""
 
@@ -132,11 +134,14 @@ class MemberHosting:
     def emit(self, event: Mapping[str, Any]) -> None:
         self._events.emit(event)
 
-    def failed(self, name: str, error: str, generation: int) -> None:
-        self._supervisor().failed(name, error, generation)
+    def failed(self, name: str, error: str, generation: int, *, restart: bool = True) -> None:
+        self._supervisor().failed(name, error, generation, restart=restart)
 
     def paused(self) -> bool:
         return self._supervisor().paused()
+
+    def winding_down(self) -> bool:
+        return self._roster.stopping
 
     def storage_failed(self, name: str, error: str, generation: int) -> None:
         self._supervisor().storage_failed(name, error, generation)
@@ -232,15 +237,17 @@ class MemberHosting:
 
     # -- starting ------------------------------------------------------------------------------
 
-    def resume(self, plan: MemberPlan, lease: ExitStack, state: TeamState) -> None:
+    def resume(
+        self, plan: MemberPlan, lease: ExitStack, state: TeamState, *, fresh: bool = False
+    ) -> None:
         """Host a member a starting runtime brings back (the lead is recorded on its first
-        start), from its transcript when it has one."""
+        start), from its transcript when it has one (``fresh``: on a new conversation)."""
         if plan.kind == "lead" and plan.name not in state.members:
             self.journal(MemberSpawned(name=plan.name, role="lead", model=plan.model))
         elif plan.name in state.members and state.members[plan.name].status != "starting":
             self.journal(MemberStatusChanged(name=plan.name, status="starting"), plan.name)
         path = self._team.repo.team_dir / "transcripts" / f"{plan.name}.jsonl"
-        resume = path.exists() and path.stat().st_size > 0
+        resume = not fresh and path.exists() and path.stat().st_size > 0
         self.host_member(plan, lease, resume=resume)
 
     def host_member(self, plan: MemberPlan, lease: ExitStack, *, resume: bool) -> None:
@@ -363,6 +370,24 @@ class MemberHosting:
         hosted.lease.close()  # before the record: whoever sees "stopped" sees no holder
         self.journal(MemberStopped(name=name, reason=reason), actor=name)
         self.emit({"type": "status", "agent": name, "status": "stopped", "reason": reason})
+        self._roster.notify()
+        return True
+
+    def pause_member(self, name: str, reason: str, *, timeout_s: float = 10.0) -> bool:
+        """The runtime stops politely (Ctrl-C, SIGTERM, ``/quit``, the end of a headless run):
+        stop the actor but keep the member. Its claim, transcript and unread mail stay; it is
+        recorded as ``paused`` while its lease is still held, so no reaper ever sees a free lease
+        on a claim that is meant to wait for ``teamctl resume`` (docs/RELIABILITY.md, "Stop and
+        resume"). False when it is not hosted here (or already stopped)."""
+        hosted = self._roster.end(name)
+        if hosted is None:
+            return False
+        self._halt(hosted, timeout_s)
+        try:
+            self.journal(MemberStatusChanged(name=name, status=PAUSED, reason=reason), actor=name)
+        finally:
+            hosted.lease.close()
+        self.emit({"type": "status", "agent": name, "status": PAUSED, "reason": reason})
         self._roster.notify()
         return True
 

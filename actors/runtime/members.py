@@ -86,9 +86,12 @@ def missing_key_message() -> str | None:
     )
 
 
-def anthropic_models(fallback: str | None = None) -> ModelFactory:
+def anthropic_models(
+    fallback: str | None = None, on_wait: Callable[[dict[str, Any]], None] | None = None
+) -> ModelFactory:
     """One ``AnthropicModel`` per agent (the SDK is imported on the first call), all sharing
-    one ``BackoffGate``: a 429/529 told to one agent makes every agent wait."""
+    one ``BackoffGate``: a 429/529 told to one agent makes every agent wait. ``on_wait`` gets a
+    ``model_wait`` event for every long wait of a client (docs/RELIABILITY.md, no silent waits)."""
     from harness.model.backoff import BackoffGate
 
     gate = BackoffGate()
@@ -101,7 +104,11 @@ def anthropic_models(fallback: str | None = None) -> ModelFactory:
             os.environ["ANTHROPIC_API_KEY"] = "fake-api-key"  # a local fake API needs no key
         from harness.model.anthropic_client import AnthropicModel
 
-        return AnthropicModel(model, fallback_model=fallback, gate=gate)
+        def waiting(wait: Any) -> None:
+            if on_wait is not None:
+                on_wait({"type": "model_wait", **wait.as_event(), "message": wait.line()})
+
+        return AnthropicModel(model, fallback_model=fallback, gate=gate, on_wait=waiting)
 
     return make
 

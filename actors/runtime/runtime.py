@@ -5,8 +5,10 @@ mode hosts one existing teammate next to it instead), holds each hosted member's
 (``.team/members/<agent>.lock``) for the member's lifetime, reaps claims of dead owners on start and
 whenever the journal changes, runs ONE ``FileWatcher`` over the inboxes and the journal and routes
 its hints to the actors, starts the Supervisor, the cron Scheduler, the background Jobs and the
-MCP servers, and offers ``TeamServices`` to the team tools. ``stop`` ends everything: actors
-and MCP servers stopped, jobs killed, claims released, ``member.stopped`` journaled, leases freed.
+MCP servers, and offers ``TeamServices`` to the team tools. ``stop`` pauses the team: actors and
+MCP servers stopped, jobs killed, every member recorded ``paused`` with its claim, transcript and
+unread mail kept, leases freed; the next start brings them back (docs/RELIABILITY.md, "Stop and
+resume"). Only the shutdown protocol, ``teamctl stop --force`` or ``fresh`` retires a member.
 
 It only wires its parts together, each owning one concern:
 
@@ -27,7 +29,9 @@ Usage::
         rt.wait_idle(timeout=60)              # every member idle, no mail, no ready work, no job
 
 Starting on a repository whose team exists continues it: every member that has not stopped comes
-back with its transcript, its claim (if still current) and its unread mail.
+back with its transcript, its claim (if still current) and its unread mail, and a ``resumed``
+event names them. ``fresh=True`` instead retires every teammate no live process hosts (recorded
+stopped, its claim released) and starts the lead on a new conversation.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from actors.errors import TeamError
-from actors.factory import Team, open_team
+from actors.factory import Team, open_team, tidy_mailboxes
 from actors.runtime.background import Background
 from actors.runtime.changes import Changes
 from actors.runtime.hosting import RUNTIME, MemberHosting
@@ -63,14 +67,17 @@ from actors.runtime.process import (
 )
 from actors.runtime.roster import Roster
 from actors.runtime.services import RuntimeServices, TaskWorktrees
+from actors.runtime.stop import retire_all
 from actors.runtime.supervision import Supervision
 from actors.settings import Settings, load_settings
+from mailboxes.errors import MailboxesError
 from teamctl_base.clock import SystemClock
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from actors.board.board import Board
+    from actors.board.state import TeamState
     from actors.jobs.scheduler import TimerFactory
     from harness.hooks import HookRunner
     from harness.tools.base import Approver
@@ -96,6 +103,7 @@ class TeamRuntime:
         permission_mode: str | None = None,
         lead: str = "lead",
         join: str | None = None,
+        fresh: bool = False,
         scheduler: bool = True,
         jobs: bool = True,
         worktrees: bool = True,
@@ -120,12 +128,14 @@ class TeamRuntime:
         team, settings = self.team, self.settings
         self._lead = lead
         self._join = join
+        self._fresh = fresh
+        self._events = events_sink = EventSink(on_event)
         self._want_scheduler = scheduler and join is None
         self._want_jobs = jobs and join is None
         self._want_worktrees = worktrees and join is None
         self._shutdown_timeout_s = shutdown_timeout_s
         self._stack = ExitStack()
-        events = EventSink(on_event)
+        events = events_sink
         self.roster = Roster(lead)
         self.decisions = JournalDecisions(team.journal, ())
         self.worktrees = TaskWorktrees(team.repo.root, team.board, settings)
@@ -173,7 +183,7 @@ class TeamRuntime:
         builder = MemberBuilder(
             root=team.repo.root,
             settings=settings,
-            model=model or anthropic_models(settings.models.fallback),
+            model=model or anthropic_models(settings.models.fallback, on_wait=events.emit),
             tools=tools or default_tools,
             services=self.services,
             background=self.background,
@@ -230,6 +240,8 @@ class TeamRuntime:
         state = team.board.refresh()
         if state.name is None:
             raise TeamError("no team here: run `teamctl init` first")
+        if self._fresh:
+            state = retire_all(team, lead=self._lead)
         self.supervision.start()
         plans = plans_to_host(
             state,
@@ -240,6 +252,8 @@ class TeamRuntime:
         )
         leases = {p.name: hold_lease(team.liveness, p.name) for p in plans}
         team.board.reap_dead_owners()
+        if self._join is None:  # orphaned tmp/ files, cur/ retention (docs/RELIABILITY.md)
+            tidy_mailboxes(team, self.settings)
         if self._want_jobs:
             self.background.start_jobs()
         if self._want_worktrees:
@@ -247,10 +261,20 @@ class TeamRuntime:
         self.background.open_mcp()
         team.mailbox.ensure_inbox(self._lead)
         self.changes.start(seen_seq=state.seq)
+        back = [_resumed(state, p.name, self._unread(p.name)) for p in plans]
+        back = [entry for entry in back if entry is not None]
         for plan in plans:
-            self.hosting.resume(plan, leases[plan.name], state)
+            self.hosting.resume(plan, leases[plan.name], state, fresh=self._fresh)
+        if back:
+            self._events.emit({"type": "resumed", "members": back})
         if self._want_scheduler:
             self.background.start_scheduler()
+
+    def _unread(self, name: str) -> int:
+        try:
+            return self.mailbox.counts(name)[0]
+        except MailboxesError:  # no inbox yet: nothing unread
+            return 0
 
     def submit(self, text: str) -> None:
         """User input for the lead (starts a turn, or joins the running one)."""
@@ -260,8 +284,14 @@ class TeamRuntime:
         """``teamctl stop --force``: stop a hosted member now (False if not hosted here)."""
         return self.hosting.stop_member(name, "forced", timeout_s=1.0)
 
+    def failures(self) -> dict[str, str]:
+        """The members that failed for good in this run (``name -> error``): no restart left,
+        or one that cannot help (a rejected API key)."""
+        return self.supervision.failed_for_good()
+
     def stop(self, reason: str = "runtime_exit") -> None:
-        """Stop everything this runtime started (idempotent)."""
+        """Stop everything this runtime started (idempotent). Every member still hosted is
+        paused with ``reason`` (resumable: claim, transcript and mail kept), not retired."""
         if not self.roster.begin_stop():
             return
         self.supervision.close()
@@ -272,7 +302,7 @@ class TeamRuntime:
         self.background.kill_jobs()
         for name in names:
             with contextlib.suppress(Exception):
-                self.hosting.stop_member(name, reason, timeout_s=self._shutdown_timeout_s)
+                self.hosting.pause_member(name, reason, timeout_s=self._shutdown_timeout_s)
         self.hosting.finish_stops(timeout_s=self._shutdown_timeout_s)
         with contextlib.suppress(Exception):
             self.worktrees.stop()
@@ -320,3 +350,17 @@ class TeamRuntime:
     def wait_until(self, predicate: Callable[[], bool], timeout: float | None = None) -> bool:
         """Block until ``predicate()`` holds, re-checked on every status change or watcher hint."""
         return self.roster.wait_until(predicate, timeout)
+
+
+def _resumed(state: TeamState, name: str, unread: int) -> dict[str, object] | None:
+    """How a member brought back is named in the ``resumed`` event (None: a new member)."""
+    member = state.members.get(name)
+    if member is None:
+        return None
+    held = state.holding(name)
+    return {
+        "name": name,
+        "was": member.status,
+        "task_id": held.id if held is not None else None,
+        "unread": unread,
+    }

@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from actors.board.board import acting_as
+from actors.board.rules import check_new_member
 from actors.errors import ClaimRefused, DuplicateMember, TeamError, UnknownMember
 from actors.runtime.members import MemberPlan
 from actors.runtime.process import hold_lease
@@ -99,6 +101,7 @@ class RuntimeServices:
         existing = state.members.get(name)
         if name == self._lead or (existing is not None and existing.status != "stopped"):
             raise DuplicateMember(name)
+        check_new_member(state, name, lead=self._lead)  # again under the journal lock below
         alive = [m for m in state.members.values() if m.kind == "agent" and m.status != "stopped"]
         limit = self._settings.team.max_teammates
         if len(alive) - 1 >= limit:
@@ -119,7 +122,8 @@ class RuntimeServices:
                 plan_required=spec.plan_required,
                 tools=spec.tools,
             )
-            self._members.journal(body, actor=by)
+            with acting_as(by):
+                self.board.add_member(body, lead=self._lead)
             self._team.mailbox.ensure_inbox(name)
             plan = MemberPlan(name, "teammate", model, spec.role, spec.tools, spec.prompt)
             self._members.host_member(plan, lease, resume=False)

@@ -75,6 +75,11 @@ class Supervised(Protocol):
         """Whether a failure of ``name`` is being handled (the team is not idle meanwhile)."""
         ...
 
+    def gave_up(self, name: str, error: str) -> None:
+        """``name`` failed for good (no restart left, restarting cannot help, or the restart
+        failed): it stays down until the next ``teamctl resume``."""
+        ...
+
 
 class Supervisor(pykka.ThreadingActor):
     """Handles ``AgentFailed`` messages one at a time and applies the restart policy."""
@@ -96,29 +101,34 @@ class Supervisor(pykka.ThreadingActor):
     def on_receive(self, message: Any) -> Any:
         try:
             match message:
-                case AgentFailed(name=name, error=error, generation=generation):
-                    return self._failed(name, error, generation)
+                case AgentFailed(name=name, error=error, generation=generation, restart=restart):
+                    return self._failed(name, error, generation, restart=restart)
                 case _:
                     log.warning("supervisor ignores %r", message)
         except BaseException:  # the supervisor itself must survive
             log.exception("supervisor failed handling %r", message)
         return None
 
-    def _failed(self, name: str, error: str, generation: int) -> bool:
+    def _failed(self, name: str, error: str, generation: int, *, restart: bool = True) -> bool:
         """Returns True when the member was restarted."""
         try:
             if not self.runtime.record_crash(name, error, generation):
                 return False
             self.crashes.append((name, error))
             used = self.restarts.get(name, 0)
+            if not restart:  # e.g. a rejected API key: waiting and retrying do not fix it
+                self.runtime.gave_up(name, error)
+                return False
             if self.policy != "on-crash" or used >= self.max_restarts:
-                log.warning("%s crashed and stays down (%d restarts used)", name, used)
+                log.info("%s crashed and stays down (%d restarts used)", name, used)
+                self.runtime.gave_up(name, f"{error} (after {used} restarts)")
                 return False
             self.restarts[name] = used + 1
             try:
                 self.runtime.restart(name)
-            except Exception:
+            except Exception as exc:
                 log.exception("restarting %s failed", name)
+                self.runtime.gave_up(name, f"restarting failed: {type(exc).__name__}: {exc}")
                 return False
             return True
         finally:
@@ -265,6 +275,7 @@ class Supervision:
         self._max_restarts = max_restarts
         self._lock = threading.Lock()
         self._supervising: set[str] = set()
+        self._down: dict[str, str] = {}
         self._ref: pykka.ActorRef[Supervisor] | None = None
         probe_dir, sync = team_dir, fsync or os.fsync
         self._disk = DiskWatch(
@@ -296,10 +307,16 @@ class Supervision:
         with self._lock:
             return bool(self._supervising)
 
+    def failed_for_good(self) -> dict[str, str]:
+        """The members that failed and stay down in this process, ``name -> error``."""
+        with self._lock:
+            return dict(self._down)
+
     # -- what the members report ---------------------------------------------------------------
 
-    def failed(self, name: str, error: str, generation: int) -> None:
-        """Incarnation ``generation`` of ``name`` failed: the Supervisor takes over."""
+    def failed(self, name: str, error: str, generation: int, *, restart: bool = True) -> None:
+        """Incarnation ``generation`` of ``name`` failed: the Supervisor takes over (``restart``
+        False: it records the failure and does not bring the member back)."""
         if self._roster.stopping:
             return  # winding down: an interrupted turn is not a crash
         with self._lock:
@@ -309,7 +326,7 @@ class Supervision:
             with self._lock:
                 self._supervising.discard(name)
             return
-        self._ref.tell(AgentFailed(name=name, error=error, generation=generation))
+        self._ref.tell(AgentFailed(name=name, error=error, generation=generation, restart=restart))
 
     def paused(self) -> bool:
         """Degraded: no member starts a model call."""
@@ -352,6 +369,17 @@ class Supervision:
             note += " Any task you held was released to the board; you may claim work again."
         self._members.tell(name, UserInput(text=note))
         self._events.emit({"type": "status", "agent": name, "status": "restarted"})
+
+    def gave_up(self, name: str, error: str) -> None:
+        short = error if len(error) <= 500 else error[:500] + "..."
+        with self._lock:
+            self._down[name] = short
+        with contextlib.suppress(Exception):  # the record is for `status`; the event says it
+            self._members.journal(
+                MemberStatusChanged(name=name, status="failed", reason=short), actor=name
+            )
+        self._events.emit({"type": "failed", "agent": name, "error": short})
+        self._roster.notify()
 
     def supervising(self, name: str, busy: bool) -> None:
         with self._lock:

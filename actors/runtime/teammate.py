@@ -25,7 +25,7 @@ an unfinished task, journals ``shutdown.acknowledged``, answers ``shutdown_respo
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -34,10 +34,10 @@ from actors.errors import TeamError
 from actors.messages import UserInput
 from actors.protocols import answer_shutdown
 from actors.runtime.agent_actor import AgentActor, AgentHost
+from actors.services import TeamChannel
 from mailboxes.errors import MailboxesError
 
 if TYPE_CHECKING:
-    from actors.board.board import Board
     from actors.board.state import Task
     from actors.runtime.process import Timer
     from harness.agent import Agent
@@ -56,26 +56,9 @@ MAX_CLAIM_ATTEMPTS = 8
 """With ``worktree_per_task``: candidates tried in one go before waiting for the next change."""
 
 
-class TeammateHost(AgentHost, Protocol):
-    """What a teammate needs from its host on top of ``AgentHost``: the board it claims from,
-    mail to the lead, worktrees, and stopping when it is done."""
-
-    @property
-    def board(self) -> Board:
-        """The task board (journal-backed, shared by every actor of the process)."""
-        ...
-
-    def send(
-        self,
-        sender: str,
-        to: str,
-        type: str,
-        body: Mapping[str, Any],
-        *,
-        in_reply_to: str | None = None,
-    ) -> list[Envelope]:
-        """Durable delivery plus an in-process wake of the recipient."""
-        ...
+class TeammateHost(AgentHost, TeamChannel, Protocol):
+    """What a teammate needs from its host on top of ``AgentHost``: the board it claims from and
+    mail to the lead (``TeamChannel``), worktrees, and stopping when it is done."""
 
     def member_done(self, name: str, reason: str) -> None:
         """The teammate stopped on its own (shutdown accepted, idle timeout): stop its actor,

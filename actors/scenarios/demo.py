@@ -127,6 +127,8 @@ class LiveFeed:
             self.shown += 1
             try:
                 self._show(snap)
+            except BrokenPipeError:
+                self._source = None  # the reader went away: stop drawing, quietly
             except Exception as exc:
                 log.warning("live view: %s", exc)
 

@@ -197,7 +197,9 @@ class AnswerPermissionTool(TeamTool[AnswerPermissionInput]):
 
 
 class CreateTaskInput(Input):
-    subject: str = Field(min_length=1, description="Short imperative title.")
+    subject: str = Field(
+        min_length=1, description="Short imperative title (at most 500 characters)."
+    )
     description: str = Field("", description="What done looks like; context the worker needs.")
     blocked_by: list[str] = Field(
         default_factory=list, description="Ids of tasks that must complete first."

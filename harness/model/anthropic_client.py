@@ -7,11 +7,19 @@ through the injected ``Clock`` and every decision is visible:
 - 429: wait ``retry-after`` (else jittered backoff) and retry; a spend-limit 429 is raised at once.
 - 529 / ``overloaded_error`` (also as an ``error`` event mid-stream): jittered backoff; after
   ``fallback_after`` in a row, switch to ``fallback_model`` for the rest of this call.
-- 5xx, 408/409 and dropped connections: jittered backoff and retry.
+- 5xx, 408/409 and dropped connections: jittered backoff and retry. A server that cannot be
+  reached at all (refused, unknown host, connect timeout) is retried for at most
+  ``connect_timeout`` seconds (``TEAMCTL_CONNECT_TIMEOUT``, default 20), then
+  ``ModelConnectionError`` names the base URL.
+- 401/403: ``ModelAuthError`` at once (no retry: waiting does not fix a key).
 - ``max_tokens``: retry once with ``escalated_max_tokens``, then ask the model to continue (up to
   ``max_continuations`` times); a truncated trailing ``tool_use`` is dropped, never returned.
 - prompt too long: ``PromptTooLong`` (the loop compacts once and retries).
 - anything else, or retries exhausted: ``ModelError(kind, status)``.
+
+No silent waits (docs/RELIABILITY.md): every wait of ``notice_after`` seconds or more (a back-off,
+a ``retry-after``, the shared gate held by another client) is first passed to ``on_wait`` as a
+``ModelWait`` saying what failed and until when; the CLI prints it, the runtime journals it.
 
 Backoff is shared: a 429 or 529 wait holds the ``BackoffGate`` (pass one gate to every client of
 a process, as the team runtime does) and every client waits at it before each request, so
@@ -22,6 +30,7 @@ Importing this module imports the SDK (slow); import it only where a model is ne
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 from collections.abc import Callable
@@ -30,8 +39,8 @@ from typing import Any
 
 import anthropic
 
-from harness.errors import ModelError, PromptTooLong
-from harness.model.backoff import BackoffGate
+from harness.errors import ModelAuthError, ModelConnectionError, ModelError, PromptTooLong
+from harness.model.backoff import BackoffGate, ModelWait
 from harness.model.pricing import cost_usd
 from harness.model.recovery import Failure, classify
 from harness.model.wire import AGENT_HEADER, request_to_api, response_from_api
@@ -49,6 +58,41 @@ from teamctl_base.clock import SystemClock
 
 CUT_OFF_NOTE = "[output cut off at the token limit]"
 _SHARED = frozenset({"rate_limit", "overloaded"})
+CONNECT_TIMEOUT_ENV = "TEAMCTL_CONNECT_TIMEOUT"
+DEFAULT_CONNECT_TIMEOUT = 20.0
+"""Seconds an unreachable API is retried before ``ModelConnectionError``."""
+NOTICE_AFTER = 2.0
+"""Waits at least this long are announced through ``on_wait``."""
+_AUTH_KINDS = frozenset({"authentication", "permission"})
+
+
+def connect_timeout_from_env() -> float:
+    """``TEAMCTL_CONNECT_TIMEOUT`` (seconds, > 0), else ``DEFAULT_CONNECT_TIMEOUT``."""
+    raw = os.environ.get(CONNECT_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_CONNECT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise ModelError(f"{CONNECT_TIMEOUT_ENV}={raw!r}: expected a number of seconds above 0")
+    return value
+
+
+def auth_message(kind: str, status: int | None, message: str, base_url: str) -> str:
+    """The one line for a rejected key (401) or a refused permission (403)."""
+    if status == 403 or kind == "permission":
+        return (
+            f"the API key is not allowed to do this (403) at {base_url}: {message}; check the "
+            "key's workspace and permissions, or set ANTHROPIC_API_KEY to another key"
+        )
+    if status is None:  # no key at all: the SDK refused to build the request
+        return message
+    return (
+        f"the API key was rejected (401) by {base_url}: {message}; set ANTHROPIC_API_KEY to a "
+        "valid key (and ANTHROPIC_BASE_URL to the server it belongs to)"
+    )
 
 
 def continuation_prompt(dropped: ToolUseBlock | None) -> str:
@@ -113,11 +157,23 @@ class AnthropicModel:
         rng: random.Random | None = None,
         on_call: Callable[[CallRecord], None] | None = None,
         gate: BackoffGate | None = None,
+        on_wait: Callable[[ModelWait], None] | None = None,
+        notice_after: float = NOTICE_AFTER,
+        connect_timeout: float | None = None,
     ) -> None:
         self.model = model
         self.fallback_model = fallback_model
-        base = client or anthropic.Anthropic(timeout=timeout)
-        self._client = base.with_options(max_retries=0, timeout=timeout)
+        self.connect_timeout = (
+            connect_timeout if connect_timeout is not None else connect_timeout_from_env()
+        )
+        # One attempt may not spend the whole budget on a connect that never answers.
+        limits = anthropic.Timeout(timeout, connect=min(timeout, 10.0, self.connect_timeout))
+        base = client or anthropic.Anthropic(timeout=limits)
+        self._client = base.with_options(max_retries=0, timeout=limits)
+        self.base_url = str(self._client.base_url).rstrip("/")
+        self.on_wait = on_wait
+        """Told of every wait of ``notice_after`` seconds or more (settable after creation)."""
+        self.notice_after = notice_after
         self._clock: Clock = clock or SystemClock()
         self.max_retries = max_retries
         self.stream = stream
@@ -207,9 +263,11 @@ class AnthropicModel:
         answered, and the number of attempts it took."""
         model = request.model
         attempt = overloaded_in_row = 0
+        unreachable_since: float | None = None
         while True:
             attempt += 1
-            self.gate.wait(self._clock)
+            self._wait_at_gate(request.agent)
+            started = self._clock.monotonic()
             try:
                 return self._call_once(request, model), model, attempt
             except Exception as exc:
@@ -219,10 +277,31 @@ class AnthropicModel:
                 error = exc
             if failure.kind == "prompt_too_long":
                 raise PromptTooLong(failure.message) from error
+            if failure.kind in _AUTH_KINDS:
+                raise ModelAuthError(
+                    auth_message(failure.kind, failure.status, failure.message, self.base_url),
+                    kind=failure.kind,
+                    status=failure.status,
+                ) from error
             if not failure.retryable:
                 raise ModelError(
                     failure.message, kind=failure.kind, status=failure.status
                 ) from error
+            budget: float | None = None
+            if failure.unreachable:
+                unreachable_since = started if unreachable_since is None else unreachable_since
+                spent = self._clock.monotonic() - unreachable_since
+                budget = self.connect_timeout - spent
+                if budget <= 0:
+                    raise ModelConnectionError(
+                        f"cannot reach the Messages API at {self.base_url}: "
+                        f"{failure.message.removeprefix('connection failed: ')} (gave up after "
+                        f"{spent:.0f}s and {attempt} attempts; check ANTHROPIC_BASE_URL, or set "
+                        f"{CONNECT_TIMEOUT_ENV} to keep trying longer)",
+                        kind="connection",
+                    ) from error
+            else:
+                unreachable_since = None
             if attempt > self.max_retries:
                 raise ModelError(
                     f"{failure.message} (gave up after {attempt} attempts)",
@@ -238,9 +317,41 @@ class AnthropicModel:
                 model, overloaded_in_row = self.fallback_model, 0
                 continue  # a different model: no reason to wait
             delay = self._delay_for(failure, attempt)
+            if budget is not None:  # the last try lands on the connection budget's end
+                delay = min(delay, budget)
             if failure.kind in _SHARED:  # the API is saturated: every client waits
                 self.gate.hold(self._clock.monotonic() + delay)
+            self._announce(
+                request.agent, failure.kind, failure.message, delay, attempt, failure.status
+            )
             self._clock.sleep(delay)
+
+    def _wait_at_gate(self, agent: str) -> None:
+        """Wait at the shared gate, announcing a long wait first."""
+        pending = self.gate.until - self._clock.monotonic()
+        if pending > 0:
+            reason = "another agent of this process was told to slow down"
+            self._announce(agent, "shared_backoff", reason, pending, 0, None)
+        self.gate.wait(self._clock)
+
+    def _announce(
+        self, agent: str, kind: str, reason: str, delay: float, attempt: int, status: int | None
+    ) -> None:
+        if self.on_wait is None or delay < self.notice_after:
+            return
+        self.on_wait(
+            ModelWait(
+                agent=agent,
+                kind=kind,
+                reason=reason,
+                seconds=delay,
+                until=self._clock.now() + delay,
+                attempt=attempt,
+                max_attempts=self.max_retries + 1,
+                base_url=self.base_url,
+                status=status,
+            )
+        )
 
     def _delay_for(self, failure: Failure, attempt: int) -> float:
         if failure.kind == "rate_limit" and failure.retry_after is not None:

@@ -72,6 +72,17 @@ def fault_status(fault: Fault) -> tuple[int, dict[str, Any], dict[str, str]]:
             error_body(kind, fault.message or "Overloaded"),
             headers,
         )
+    if fault.kind == "authentication":
+        return (
+            401,
+            error_body("authentication_error", fault.message or "invalid x-api-key"),
+            headers,
+        )
+    if fault.kind == "permission":
+        msg = (
+            fault.message or "Your API key does not have permission to use the specified resource."
+        )
+        return 403, error_body("permission_error", msg), headers
     if fault.kind == "prompt_too_long":
         msg = (
             fault.message or f"prompt is too long: {fault.tokens} tokens > {fault.maximum} maximum"

@@ -41,6 +41,9 @@ class Failure:
     message: str
     status: int | None
     retry_after: float | None = None
+    unreachable: bool = False
+    """A ``connection`` failure before any connection was made (refused, DNS, connect
+    timeout): the retries of these are bounded in time, not only in number."""
 
     @property
     def retryable(self) -> bool:
@@ -85,10 +88,23 @@ def is_prompt_too_long(status: int, message: str) -> bool:
     return status == 413 or (status == 400 and "prompt is too long" in lowered)
 
 
+def _transport_cause(exc: BaseException) -> BaseException:
+    """The ``httpx`` error under the SDK's ``APIConnectionError`` (itself when there is none)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, httpx2.TransportError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return exc
+
+
 def classify(exc: BaseException, *, now: float) -> Failure | None:
     """The ``Failure`` an SDK/transport exception stands for; ``None`` if it is not one."""
     if isinstance(exc, anthropic.APIConnectionError | httpx2.TransportError):
-        return Failure("connection", f"connection failed: {exc}", None)
+        cause = _transport_cause(exc)
+        unreachable = isinstance(cause, httpx2.ConnectError | httpx2.ConnectTimeout)
+        detail = str(cause) or type(cause).__name__
+        return Failure("connection", f"connection failed: {detail}", None, unreachable=unreachable)
     if isinstance(exc, TypeError) and "authentication method" in str(exc):
         # The SDK's way of saying that no key was found (raised when the request is built).
         return Failure("authentication", NO_KEY, None)

@@ -65,6 +65,8 @@ FaultKind = Literal[
     "stream_reset",
     "prompt_too_long",
     "spend_limit",
+    "authentication",
+    "permission",
 ]
 
 
@@ -76,7 +78,8 @@ class Fault(Frozen):
     response), delay (sleep then answer), max_tokens (answer truncated), stream_error (an ``error``
     event mid-stream; a 529-like status for non-streaming requests), stream_reset (the connection
     dropped mid-stream; a plain reset for non-streaming requests), prompt_too_long (400),
-    spend_limit (429 that must not be retried)."""
+    spend_limit (429 that must not be retried), authentication (401: the key is rejected),
+    permission (403: the key may not do this)."""
     times: int = Field(default=1, ge=1)
     """How many consecutive requests this fault applies to."""
     retry_after: float | None = 1.0

@@ -16,6 +16,11 @@ every one, once), asks ``decide`` for drafts against them, writes whole lines wi
 Recovery: a torn or bad-CRC *last* line (a writer died mid-write) is truncated under the lock and
 a ``journal.tail_repaired`` event appended; a bad line anywhere else raises ``JournalCorrupt``
 naming it. Readers never lock: they read a size snapshot and stop at a torn end.
+
+A journal opened ``read_only`` never locks, creates, repairs or writes anything (so it works on a
+full disk and on a damaged file): it stops at a torn end, and at a bad line mid-file it keeps the
+events before it and records the problem in ``damage`` (docs/RELIABILITY.md, "Damage you can
+survive").
 """
 
 from __future__ import annotations
@@ -78,6 +83,9 @@ class FileJournal:
     ``fsync`` makes written lines durable; the default ``fdatasync`` flushes the data and the file
     size (what reading the lines back needs) but not the modification time, saving a metadata
     write per append.
+
+    ``read_only``: the file must exist; nothing is locked or written, ``append`` is refused, and
+    reads end before the first bad line (``damage`` says which; None when the file is sound).
     """
 
     def __init__(
@@ -87,6 +95,7 @@ class FileJournal:
         *,
         fault: FaultHook | None = None,
         fsync: Fsync = os.fdatasync,
+        read_only: bool = False,
     ) -> None:
         self.team_dir = Path(team_dir)
         self.path = self.team_dir / JOURNAL_NAME
@@ -102,8 +111,19 @@ class FileJournal:
         self._end = 0  # byte offset just past the last validated line
         self._by_op_id: dict[str, int] = {}
         self._closed = False
+        self.read_only = read_only
+        self.damage: JournalCorrupt | None = None
+        """Read-only only: the first bad line before the end (events after it are not read)."""
+        self._limit: int | None = None  # read-only and damaged: reads stop at this byte
         if not self.team_dir.is_dir():
             raise FileNotFoundError(f"no team folder at {self.team_dir} (run `teamctl init`)")
+        if read_only:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                self._index_read_only(fd)
+            finally:
+                os.close(fd)
+            return
         created = not self.path.exists()
         with self._exclusive() as fd:
             if created:
@@ -122,6 +142,8 @@ class FileJournal:
     ) -> Appended:
         """Serialised across threads and processes: catch up, decide, write, fsync, commit."""
         self._check_open()
+        if self.read_only:
+            raise self.damage or ValueError(f"journal {self.path} was opened read-only")
         with self._exclusive() as fd:
             first = len(self._offsets) + 1
             fresh = self._catch_up(fd)
@@ -168,6 +190,23 @@ class FileJournal:
         self._closed = True
 
     # --- internals ----------------------------------------------------------------------------
+
+    def _index_read_only(self, fd: int) -> None:
+        """Index the good lines without the lock; stop at a torn end or the first bad line."""
+        size = os.fstat(fd).st_size
+        for offset, raw, complete in iter_lines(fd, 0, size):
+            line_no = len(self._offsets) + 1
+            try:
+                if not complete:
+                    return  # being written, or torn: a writer repairs it
+                event = decode_event(raw, line_no)
+            except BadLine as exc:
+                if offset + len(raw) + 1 >= size and exc.torn:
+                    return
+                self.damage = JournalCorrupt(str(self.path), line_no, exc.reason)
+                self._limit = offset
+                return
+            self._index(offset, len(raw) + 1, event.op_id)
 
     @contextmanager
     def _exclusive(self) -> Iterator[int]:
@@ -314,6 +353,8 @@ class FileJournal:
         fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         try:
             size = os.fstat(fd).st_size
+            if self._limit is not None:
+                size = min(size, self._limit)
             seq = first
             for offset, raw, complete in iter_lines(fd, start, size):
                 try:

@@ -1,11 +1,20 @@
-"""Every bundled scenario runs green in process, one through the fake Messages API and the real
-SDK; a deliberately wrong expectation makes ``teamctl scenario run`` fail with a report."""
+"""Every bundled scenario runs green through ``teamctl scenario run`` (in process), and through
+the fake Messages API and the real SDK; what the scenarios execute needs nothing outside the
+runtime dependencies (a plain ``pip install`` runs ``teamctl demo``); a deliberately wrong
+expectation makes ``teamctl scenario run`` fail with a report."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
+import re
 import shutil
+import sys
+import tempfile
+import tomllib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -25,11 +34,95 @@ def test_every_bundled_scenario_is_runnable() -> None:
 
 
 @pytest.mark.parametrize("scenario", RUNNABLE, ids=[s.name for s in RUNNABLE])
-def test_scenario_passes_in_process(scenario: Scenario, tmp_path: Path) -> None:
-    result = run_scenario(scenario, workdir=tmp_path)
-    assert result.ok, [f"{c.name}: {c.detail}" for c in result.failures]
-    assert len(result.checks) > 5
+def test_scenario_run_passes_through_the_cli(
+    scenario: Scenario, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the repository is made
+    out = CliRunner().invoke(cli, ["scenario", "run", scenario.name, "--json"])
+    report = json.loads(out.stdout)
+    assert out.exit_code == 0, report
+    assert report["ok"], [c for c in report["checks"] if not c["ok"]]
+    assert len(report["checks"]) > 5
     assert list(tmp_path.iterdir()) == []  # the repository was removed
+
+
+# -- what a plain install must provide ----------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+_IMPORT = re.compile(
+    r"^\s*(?:from\s+([A-Za-z_]\w*)[\w.]*\s+import\b|import\s+([A-Za-z_]\w*))", re.M
+)
+_RUN_MODULE = re.compile(r"\bpython3?\s+-m\s+([A-Za-z_]\w*)")
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def runtime_distributions() -> set[str]:
+    """The distributions ``[project].dependencies`` of pyproject.toml names (no extras)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    names = {
+        _normal(re.split(r"[\s<>=!~;\[]", dep, maxsplit=1)[0]) for dep in project["dependencies"]
+    }
+    return names | {"teamctl"}
+
+
+def _strings(value: Any) -> Iterator[tuple[str | None, str]]:
+    """Every string in a loaded YAML document, with the key it is under."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, str):
+                yield str(key), item
+            else:
+                yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, str):
+                yield None, item
+            else:
+                yield from _strings(item)
+
+
+def needed_modules(folder: Path) -> dict[str, str]:
+    """Top-level modules a scenario runs (``python -m X`` in its commands and its agents'
+    scripted shell calls) or imports (its fixture's Python files and the files its script
+    writes), each with where it was seen."""
+    data = yaml.safe_load((folder / "scenario.yaml").read_text(encoding="utf-8"))
+    found: dict[str, str] = {}
+    for key, text in _strings(data):
+        if key in ("run", "command"):
+            for module in _RUN_MODULE.findall(text):
+                found.setdefault(module, f"{folder.name}: {text}")
+        if key == "content":
+            for pair in _IMPORT.findall(text):
+                found.setdefault(pair[0] or pair[1], f"{folder.name}: a written file")
+    for path in sorted((folder / "repo").rglob("*.py")):
+        for pair in _IMPORT.findall(path.read_text(encoding="utf-8")):
+            found.setdefault(pair[0] or pair[1], str(path.relative_to(folder)))
+    return found
+
+
+def test_what_the_scenarios_execute_needs_only_runtime_dependencies() -> None:
+    """``pip install -e . && teamctl demo`` (and every ``scenario run``) works without the dev
+    extras: each third-party module a scenario runs or imports comes from a distribution that
+    ``[project].dependencies`` names."""
+    runtime = runtime_distributions()
+    owners = importlib.metadata.packages_distributions()
+    seen: set[str] = set()
+    problems = []
+    for scenario in SCENARIOS:
+        folder = scenario.folder
+        local = {p.stem for p in (folder / "repo").iterdir()}
+        for module, where in needed_modules(folder).items():
+            seen.add(module)
+            if module in sys.stdlib_module_names or module in local:
+                continue
+            dists = {_normal(d) for d in owners.get(module, [])}
+            if not dists & runtime:
+                problems.append(f"{module} ({where}): from {sorted(dists) or 'nowhere'}")
+    assert "pytest" in seen  # the scan finds what the scenarios run
+    assert problems == [], "not a runtime dependency in pyproject.toml"
 
 
 VIA_API = [s for s in RUNNABLE if s.name != "idle-claimers"]  # that one: through the CLI below

@@ -36,6 +36,7 @@ CONTRACT_TYPES = {
     "worktree.removed",
     "worktree.merged",
     "journal.tail_repaired",
+    "inbox.acknowledged",
 }
 
 
@@ -123,3 +124,17 @@ def test_newer_or_unupgradable_versions_are_refused() -> None:
 def test_registering_the_same_upgrade_twice_fails() -> None:
     with pytest.raises(ValueError, match="twice"):
         ev.upgrade("member.spawned", from_v=1)(lambda data: data)
+
+
+@pytest.mark.parametrize("event_type", ["task.completed", "task.released"])
+def test_v1_task_endings_load_as_not_forced(event_type: str) -> None:
+    data = {"task_id": "task_1", "owner": "ann", "epoch": 1}
+    if event_type == "task.released":
+        data["reason"] = "released"
+    old = ev.Event(seq=4, ts=0.0, type=event_type, actor="ann", data=data, v=1)
+    parsed = ev.payload(old)
+    assert isinstance(parsed, ev.TaskCompleted | ev.TaskReleased)
+    assert parsed.forced_by is None and parsed.owner == "ann"
+    body = ev.TaskCompleted(task_id="task_1", owner="ann", epoch=1, forced_by="user")
+    forced = ev.draft(body.TYPE, "user", body)
+    assert forced.v == 2 and ev.payload(forced) == body

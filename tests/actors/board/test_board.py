@@ -289,9 +289,9 @@ def test_projections_follow_commands(board: Board, tmp_path: Path) -> None:
         {
             "name": "ann",
             "kind": "human",
-            "role": None,
+            "role": "human",  # a person's first claim makes it a member
             "model": None,
-            "status": "working",
+            "status": "active",
             "reason": "",
             "plan_required": False,
             "task": "task_2",

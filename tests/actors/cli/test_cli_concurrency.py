@@ -55,7 +55,7 @@ def test_two_terminals_claim_and_complete_concurrently(
         assert "Traceback" not in err
         # Every refusal is one plain line, for a task the other person holds or finished.
         for line in err.splitlines():
-            assert line.startswith(f"no: {who} cannot claim task_"), line
+            assert line.startswith(f"error: {who} cannot claim task_"), line
 
     tasks = ok_json(["tasks"])
     assert [t["status"] for t in tasks] == ["completed"] * TASKS

@@ -53,16 +53,34 @@ def test_torn_last_line_is_repaired(repo: Path) -> None:
     ok(["replay", "--verify"])
 
 
-def test_corrupted_middle_line_stops_with_a_clear_error(repo: Path) -> None:
+def test_corrupted_middle_line_refuses_writes_and_shows_what_it_can(repo: Path) -> None:
+    """Issue 12 item 9: writing commands refuse with one line; read-only ones show the events
+    before the bad line with one warning naming it and the salvage command."""
     path = repo / ".team" / "journal.jsonl"
+    ok(["send", "lead", "hello"])
+    ok(["task", "add", "c"])  # so the bad line is not the last (a bad last line is torn)
     lines = journal_lines(repo)
-    lines[1] = lines[1].replace(b'"subject":"a"', b'"subject":"A"')
+    lines[2] = lines[2].replace(b'"subject":"b"', b'"subject":"B"')  # task_2's line
     path.write_bytes(b"".join(lines))
-    for args in (["tasks"], ["task", "add", "c"], ["events"], ["status"]):
+    for args in (["task", "add", "d"], ["task", "claim", "task_1", "--as", "ann"]):
         line = fails(args)
-        assert "line 2" in line and "teamctl journal check" in line, args
+        assert "corrupt at line 3" in line and "teamctl journal salvage" in line, args
+    for args in (["tasks"], ["status"], ["task", "show", "task_1"], ["events"], ["inbox", "lead"]):
+        shown = run(args)
+        assert shown.exit_code == 0, (args, shown.output)
+        warnings = shown.stderr.splitlines()
+        assert len(warnings) == 1 and warnings[0].startswith("warning: journal "), args
+        assert "damaged at line 3" in warnings[0] and "teamctl journal salvage" in warnings[0]
+    assert [t["id"] for t in ok_json(["tasks"])] == ["task_1"]
+    assert ok_json(["status"])["seq"] == 2
+    assert [json.loads(e)["seq"] for e in ok(["events", "--json"]).stdout.splitlines()] == [1, 2]
+    assert "task_2" not in ok(["events"]).stdout
+    assert "hello" in ok(["inbox", "lead"]).stdout
+    hidden = run(["task", "show", "task_2"])  # its line is the bad one
+    assert hidden.exit_code == 1 and "unknown task 'task_2'" in hidden.stderr
     report = run(["journal", "check"])
-    assert report.exit_code == 1 and "CORRUPT at line 2" in report.stdout
+    assert report.exit_code == 1 and "CORRUPT at line 2" not in report.stdout
+    assert "CORRUPT at line 3" in report.stdout and "journal salvage" in report.stdout
     assert "Traceback" not in report.output
     assert b"".join(journal_lines(repo)) == b"".join(lines)  # nothing was changed
 

@@ -100,10 +100,12 @@ def test_live_process_redraws_on_a_write_and_exits_cleanly_on_ctrl_c(repo: Path)
     try:
         assert child.stdout is not None
         out = _Reader(child.stdout)
-        # Not a terminal: each changed snapshot is printed after the previous one.
-        assert out.until("tasks: none yet"), out.data
+        # Not a terminal: an append-only log, one line per change, never a redrawn panel.
+        assert out.until("team repo at journal seq"), out.data
         ok(["task", "add", "written by another process"])
-        assert out.until("written by another process"), out.data
+        assert out.until("task_1 added [ready]: written by another process\n"), out.data
+        ok(["task", "claim", "task_1", "--as", "kim"])
+        assert out.until("task_1 ready -> in progress (kim, human)"), out.data
         child.send_signal(signal.SIGINT)
         _, err = child.communicate(timeout=20)
     finally:
@@ -113,3 +115,6 @@ def test_live_process_redraws_on_a_write_and_exits_cleanly_on_ctrl_c(repo: Path)
     out.join()
     assert child.returncode == 0, err
     assert b"Traceback" not in err and b"interrupted" not in err
+    lines = out.data.decode().splitlines()
+    assert not any("journal seq" in line for line in lines[1:]), lines  # no second snapshot
+    assert all("\x1b" not in line and len(line) < 200 for line in lines), lines

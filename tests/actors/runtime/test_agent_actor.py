@@ -58,6 +58,8 @@ class FakeHost:
         self.stalls: list[str] = []
         self.stalled = threading.Event()
         self.held: list[str] = []
+        self.restartable: list[bool] = []
+        self.stopping = False
 
     def set_status(self, name: str, status: str, reason: str = "") -> None:
         self.statuses.append(status)
@@ -75,12 +77,16 @@ class FakeHost:
     def emit(self, event: Mapping[str, Any]) -> None:
         self.events.append(event)
 
-    def failed(self, name: str, error: str, generation: int) -> None:
+    def failed(self, name: str, error: str, generation: int, *, restart: bool = True) -> None:
         self.failures.append(error)
+        self.restartable.append(restart)
         self.failed_event.set()
 
     def paused(self) -> bool:
         return self.pause
+
+    def winding_down(self) -> bool:
+        return self.stopping
 
     def storage_failed(self, name: str, error: str, generation: int) -> None:
         self.stalls.append(error)

@@ -107,8 +107,13 @@ def test_lead_spawns_three_teammates_that_drain_a_dag(
     idle = [e for e in events.of("turn_end") if e["agent"] == "lead"]
     assert len(idle) >= 2
     assert model.unconsumed() == {}
-    statuses = {e.data["name"] for e in events_of(root, "member.stopped")}
-    assert statuses == {"lead", "w1", "w2", "w3"}
+    assert events_of(root, "member.stopped") == [], "stopping the runtime retires nobody"
+    paused = {
+        e.data["name"]
+        for e in events_of(root, "member.status_changed")
+        if e.data["status"] == "paused"
+    }
+    assert paused == {"lead", "w1", "w2", "w3"}
 
 
 def test_duplicate_teammate_names_are_refused(tmp_path: Path, stop_actors: list[Any]) -> None:

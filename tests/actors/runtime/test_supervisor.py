@@ -42,7 +42,8 @@ def test_a_teammate_whose_model_keeps_failing_crashes_and_is_restarted_a_bounded
     assert task.status == "pending" and task.owner is None
     released = [e for e in rt.team.journal.read_from(1) if e.type == "task.released"]
     assert released and {e.data["reason"] for e in released} == {"crashed"}
-    assert rt.board.state.members["w1"].status == "crashed"
+    assert rt.board.state.members["w1"].status == "failed"  # for good: no restart left
+    assert list(rt.failures()) == ["w1"] and "after 2 restarts" in rt.failures()["w1"]
     # the lead was told each time, and read it (acked after its successful model call)
     lead_box = root / ".team" / "mailboxes" / "lead"
     assert not list((lead_box / "new").iterdir())

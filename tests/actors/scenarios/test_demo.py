@@ -55,14 +55,19 @@ def test_demo_json_reports_tasks_agents_merges_files_and_tokens() -> None:
         shutil.rmtree(repo.parent)
 
 
-def test_demo_without_a_terminal_prints_snapshots_then_what_happened() -> None:
+def test_demo_without_a_terminal_prints_a_log_of_changes_then_what_happened() -> None:
     out = CliRunner().invoke(cli, ["demo", "--latency-ms", "5"])
     assert out.exit_code == 0, out.output
     text = out.output
     assert text.startswith("teamctl demo:")
     live, _, summary = text.partition("What happened")
-    assert live.count("team parallel-refactor") >= 2  # several snapshots, one after the other
-    assert "completed 3" in live
+    # Not a terminal: an append-only log, one line per change, never a redrawn snapshot.
+    assert live.count("team parallel-refactor") == 1
+    log = [line for line in live.splitlines()[1:] if line.strip()]
+    for n in (1, 2, 3):
+        assert sum(f"task_{n} in progress -> completed" in line for line in log) == 1, log
+    assert not any("┃" in line or "│" in line for line in log)  # no tables before the report
+    assert len(live) < 15_000
     for heading in ("Tasks", "Who did what", "Branches merged", "Files changed", "Where to look"):
         assert heading in summary
     assert "wt/report" in summary and "shop/invoice.py" in summary

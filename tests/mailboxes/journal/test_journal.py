@@ -98,7 +98,7 @@ def test_a_bad_line_in_the_middle_is_refused_and_nothing_changes(tmp_path: Path)
     with pytest.raises(JournalCorrupt, match="line 3") as info:
         FileJournal(tmp_path)
     assert info.value.line_no == 3
-    assert "teamctl journal check" in str(info.value)
+    assert "teamctl journal salvage" in str(info.value)
     assert journal_bytes(tmp_path) == bytes(data)
     report = check_journal(tmp_path / "journal.jsonl")
     assert not report.ok and report.problem_line == 3 and not report.repairable
