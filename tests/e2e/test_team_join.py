@@ -43,6 +43,9 @@ def test_a_teammate_joined_from_another_process_drains_the_board_and_reports(
         assert {t.owner for t in rt.board.state.tasks.values()} == {"w1"}
         view = {m.name: m for m in rt.services.members()}["w1"]
         assert not view.hosted_here and rt.team.liveness.is_alive("w1")
+        # one idle notification per finished task; the third is sent when w1's last turn ends,
+        # which may come after the task is completed: ask for the shutdown only then
+        assert rt.wait_until(lambda: _idle_notes(root) >= 3, 60)
         rt.services.request_shutdown("w1", by="lead")
         out, err = proc.communicate(timeout=60)
     finally:
@@ -59,6 +62,22 @@ def test_a_teammate_joined_from_another_process_drains_the_board_and_reports(
     assert any(m["type"] == "shutdown_response" for m in seen)
     rt.stop()
     oracle(root)
+
+
+def _idle_notes(root: Path) -> int:
+    """Idle notifications from w1 in the lead's inbox, read or not (counted by id: a message
+    moved from new/ to cur/ while we look is seen once)."""
+    inbox = root / ".team" / "mailboxes" / "lead"
+    ids = set()
+    for sub in ("new", "cur"):
+        for path in (inbox / sub).iterdir():
+            try:
+                message = json.loads(path.read_text())
+            except (OSError, ValueError):  # moved to cur/ while we looked
+                continue
+            if message["type"] == "idle_notification" and message["from"] == "w1":
+                ids.add(message["id"])
+    return len(ids)
 
 
 def test_joining_a_member_that_is_already_hosted_is_refused(
