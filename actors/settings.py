@@ -45,7 +45,9 @@ class ApprovalSettings(_Strict):
     """Who answers permission questions and reviews plans."""
 
     permissions: Literal["human", "lead", "deny"] = "human"
-    """Approver for ``ask`` permissions when no human is attached to the turn."""
+    """Who answers teammates' ``ask`` permissions: a person (``teamctl run``'s console or
+    ``teamctl approve``; a headless run refuses at once unless ``--approvals human``), the lead,
+    or nobody (``deny``). The lead's own asks always go to a person."""
     plans: Literal["lead", "human"] = "lead"
     """Reviewer of submitted plans."""
     timeout_s: float = Field(default=300.0, gt=0)
@@ -63,6 +65,17 @@ class TeamSettings(_Strict):
     """Give every claimed task its own git worktree."""
     restart: Literal["never", "on-crash"] = "on-crash"
     """Whether the supervisor restarts a crashed teammate from its transcript."""
+    task_reminders: int | None = Field(default=2, ge=0)
+    """Times a teammate that ends its turn while holding an unfinished task is reminded of it
+    (``complete_task``, or ``release_task`` with what blocks it); when it ends one more turn
+    still holding it, the task is released (``abandoned``) and the lead told. None = never:
+    the teammate keeps the task."""
+    stall_timeout_s: float | None = Field(default=600.0, gt=0)
+    """Seconds a teammate's turn may go without finishing a step (a model call and its tools)
+    before the teammate is marked ``stalled`` and the lead told; None = never."""
+    max_repeated_tool_calls: int | None = Field(default=3, ge=2)
+    """The same tool call (name and input) this many times in a row stops the teammate's turn,
+    marks it ``stalled`` and tells the lead; None = never."""
 
 
 class MailboxSettings(_Strict):

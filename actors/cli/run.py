@@ -6,14 +6,23 @@ without it a line console feeds the lead (``/status``, ``/tasks``, ``/watch``, `
 ``/quit``) and keeps a live status line: who is working on what and the task counts, printed again
 each time it changes. It is redrawn from the runtime's events (``actors.scenarios.demo.LiveFeed`` over the
 running team), never on a timer; to a terminal it is coloured, to a pipe it is plain text.
-``resume`` is ``run`` without a prompt. ``join NAME`` hosts one existing teammate in this process
-next to a running runtime. ``stop NAME [--force]`` asks a teammate to shut down (or stops it now).
+``resume`` is ``run`` without a prompt. ``join NAME`` hosts one teammate (new, or on the team and
+hosted nowhere) in this process next to the team's runtime, with its own worktrees and jobs. ``stop NAME [--force]`` asks a teammate to shut down (or stops it now).
 
 Leaving (Ctrl-C, SIGTERM, ``/quit``, the end of a headless run, a member failing) pauses the team:
 every member keeps its claim, conversation and unread mail, and ``resume`` brings them back and
 says whom. Only ``stop NAME`` and ``run --fresh`` retire members (docs/RELIABILITY.md, "Stop and
 resume"). The exit code says how a headless run ended (``EXIT_*`` below, the README's table), and
 the stream-json ``result`` carries the same outcome as ``subtype``/``is_error``/``exit_code``.
+
+Approvals (the README's "Approvals"): in the console every pending request routed to the human
+(the lead's own asks, teammates' permission requests, plans when ``approvals.plans`` is
+``human``) is shown with its id as it appears and answered in place (``y``, ``n``, ``always``,
+or text: a denial with that feedback), or with ``/approve ID`` / ``/reject ID TEXT``, or from
+any terminal with ``teamctl approve|reject ID``: all journaled the same way. A headless run
+refuses at once what nobody can answer, saying on stderr (a ``permission_refused`` event in
+stream-json) which flag or rule would allow it; ``--approvals human`` makes it wait instead and
+print the request id and the command that answers it (a ``permission_request`` event).
 
 A scripted model from a YAML/JSON file replaces the real one with the hidden ``--script FILE``
 option or ``TEAMCTL_SCRIPT`` (the scenario runner and end-to-end tests use it).
@@ -27,7 +36,7 @@ import sys
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
@@ -35,9 +44,13 @@ from actors.cli.common import echo_json_line
 from teamctl_base.text import one_line, safe
 
 if TYPE_CHECKING:
-    from actors.live.snapshot import Snapshot
+    from actors.board.state import TeamState
+    from actors.live.snapshot import ApprovalRow, Snapshot
+    from actors.runtime.permission_requests import HumanAsk, HumanDesk
     from actors.runtime.runtime import TeamRuntime
     from actors.scenarios.demo import LiveFeed
+    from harness.settings import PermissionMode
+    from harness.tools.base import AccessKind
 
 EXIT_OK = 0
 """The team finished: idle, and every task completed (or there were none)."""
@@ -74,14 +87,21 @@ _timeout = click.option(
     "--timeout", type=float, default=None, help="Headless: give up after this many seconds."
 )
 _headless = click.option("--headless", is_flag=True, help="Run until the team is idle, then exit.")
+_approvals = click.option(
+    "--approvals",
+    type=click.Choice(["human", "lead", "deny"]),
+    default=None,
+    help="Who answers teammates' asks (overrides approvals.permissions). Headless: `human` "
+    "waits for `teamctl approve|reject ID`; otherwise an ask for a person is refused at once.",
+)
 
 
 def _runtime_options(*, whole_team: bool) -> Callable[[_F], _F]:
     """The options of the commands that host the runtime, in help order: ``--output-format``,
     ``--model`` and the hidden ``--script`` for all three; ``run`` and ``resume`` (``whole_team``)
-    add ``--headless`` first and ``--permission-mode`` and ``--timeout``."""
+    add ``--headless`` first and ``--permission-mode``, ``--approvals`` and ``--timeout``."""
     options = (
-        (_headless, _format, _model, _mode, _script, _timeout)
+        (_headless, _format, _model, _mode, _approvals, _script, _timeout)
         if whole_team
         else (_format, _model, _script)
     )
@@ -210,7 +230,7 @@ def _model_source(script: Path | None) -> Any:
     return None  # the runtime builds AnthropicModel clients from the settings
 
 
-def _settings(model: str | None) -> Any:
+def _settings(model: str | None, approvals: str | None = None) -> Any:
     from actors.repo import find_team
     from actors.settings import load_settings
 
@@ -218,7 +238,147 @@ def _settings(model: str | None) -> Any:
     if model:
         models = settings.models.model_copy(update={"lead": model, "teammate": model})
         settings = settings.model_copy(update={"models": models})
+    if approvals:
+        routing = settings.approvals.model_copy(update={"permissions": approvals})
+        settings = settings.model_copy(update={"approvals": routing})
     return settings
+
+
+def _answer_commands(request_id: str) -> tuple[str, str]:
+    return f"teamctl approve {request_id}", f'teamctl reject {request_id} --feedback "..."'
+
+
+class _PlanAnnouncer:
+    """Headless, plans reviewed by a person: each submitted plan is announced once with its id
+    and the commands that answer it (stderr, or a ``plan_request`` event in stream-json).
+
+    Plans are seen as the watcher reports ``plan.submitted``; ``flush`` announces, from the
+    board, any the run ended before the watcher reported (the journal is the truth)."""
+
+    def __init__(self, printer: _Printer) -> None:
+        self.printer = printer
+        self._announced: set[str] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, event: Mapping[str, Any]) -> None:
+        if event.get("type") != "team_event" or event.get("event") != "plan.submitted":
+            return
+        data = event.get("data") or {}
+        self._announce(
+            str(data.get("request_id", "")),
+            data.get("owner"),
+            data.get("task_id"),
+            data.get("plan"),
+        )
+
+    def flush(self, state: TeamState) -> None:
+        for request in state.plan_requests.values():
+            if request.status == "submitted":
+                self._announce(request.request_id, request.teammate, request.task_id, request.plan)
+
+    def _announce(self, rid: str, owner: Any, task_id: Any, plan: Any) -> None:
+        with self._lock:
+            if rid in self._announced:
+                return
+            self._announced.add(rid)
+        approve, reject = _answer_commands(rid)
+        if self.printer.fmt == "stream-json":
+            self.printer(
+                {
+                    "type": "plan_request",
+                    "request_id": rid,
+                    "agent": owner,
+                    "task_id": task_id,
+                    "plan": plan,
+                    "approve": approve,
+                    "reject": reject,
+                }
+            )
+            return
+        click.echo(
+            safe(
+                f"[approval] {rid}: {owner} submitted a plan for {task_id} (`teamctl plans` "
+                f"shows it); answer with `{approve}` or `{reject}`"
+            ),
+            err=True,
+        )
+
+
+def _desk(
+    settings: Any,
+    printer: _Printer,
+    *,
+    console: bool,
+    wait_for_human: bool,
+    permission_mode: str | None,
+) -> HumanDesk:
+    """How this run reaches a person: the console, a headless run that waits for
+    ``teamctl approve|reject`` (``--approvals human``), or nobody (asks refused at once)."""
+    import time
+
+    from actors.runtime.permission_requests import HumanDesk
+
+    timeout = settings.approvals.timeout_s
+
+    def on_ask(ask: HumanAsk) -> None:
+        approve, reject = _answer_commands(ask.request_id)
+        until = time.strftime("%H:%M:%S", time.localtime(time.time() + timeout))
+        if printer.fmt == "stream-json":
+            printer(
+                {
+                    "type": "permission_request",
+                    "request_id": ask.request_id,
+                    "agent": ask.agent,
+                    "tool": ask.tool,
+                    "target": ask.target,
+                    "reason": ask.reason,
+                    "approve": approve,
+                    "reject": reject,
+                    "timeout_s": timeout,
+                }
+            )
+            return
+        what = f"{ask.tool} on {ask.target}" if ask.target else ask.tool
+        click.echo(
+            safe(
+                f"[approval] {ask.request_id}: {ask.agent} asks to use {what} ({ask.reason}); "
+                f"waiting until {until} for `{approve}` or `{reject}`"
+            ),
+            err=True,
+        )
+
+    def on_refused(ask: HumanAsk) -> None:
+        if printer.fmt == "stream-json":
+            printer(
+                {
+                    "type": "permission_refused",
+                    "request_id": ask.request_id,
+                    "agent": ask.agent,
+                    "tool": ask.tool,
+                    "target": ask.target,
+                    "reason": ask.reason,
+                    "hint": ask.hint,
+                }
+            )
+            return
+        what = f"{ask.tool} on {ask.target}" if ask.target else ask.tool
+        click.echo(
+            safe(
+                f"[{ask.agent}] refused {what} ({ask.request_id}): nobody can approve it in a "
+                f"headless run: {ask.hint}"
+            ),
+            err=True,
+        )
+
+    present = console or wait_for_human
+    return HumanDesk(
+        present=present,
+        permissions=settings.permissions,
+        mode=cast("PermissionMode | None", permission_mode),
+        on_ask=None if console and printer.fmt == "text" else on_ask,
+        on_refused=on_refused,
+        absent_hint="or run with `--approvals human` and answer with `teamctl approve ID`",
+    )
 
 
 def _summary(rt: TeamRuntime, *, timed_out: bool = False, stopped: bool = False) -> dict[str, Any]:
@@ -284,25 +444,48 @@ def _run(
     script: Path | None,
     timeout: float | None,
     fresh: bool = False,
+    approvals: str | None = None,
 ) -> int:
     from actors.runtime.runtime import TeamRuntime
 
     source = _model_source(script)
     printer = _Printer(output_format)
     interactive = not headless and sys.stdin.isatty()
+    settings = _settings(model, approvals)
+    desk = _desk(
+        settings,
+        printer,
+        console=interactive,
+        wait_for_human=approvals == "human",
+        permission_mode=permission_mode,
+    )
+    questions = _Questions(printer, desk, plans=settings.approvals.plans == "human")
     feed = None
     if interactive and output_format == "text":
         from actors.scenarios.demo import LiveFeed
 
-        feed = LiveFeed(_StatusLine(printer, styled=sys.stdout.isatty()))
+        status = _StatusLine(printer, styled=sys.stdout.isatty())
+
+        def show(snap: Snapshot) -> None:
+            status(snap)
+            questions(snap)
+
+        feed = LiveFeed(show)
+    on_event: Any = printer if feed is None else _tee(printer, feed)
+    announcer = None
+    if not interactive and settings.approvals.plans == "human":
+        announcer = _PlanAnnouncer(printer)
+        on_event = _tee(on_event, announcer)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     rt = TeamRuntime(
         model=source,
-        settings=_settings(model),
-        on_event=printer if feed is None else _tee(printer, feed),
+        settings=settings,
+        on_event=on_event,
         permission_mode=permission_mode,
         fresh=fresh,
+        human=desk,
     )
+    questions.runtime = rt
     try:
         rt.start()
         if feed is not None:
@@ -314,10 +497,12 @@ def _run(
         if not interactive:
             # A member that failed for good ends the run at once (nobody would do its part).
             ended = rt.wait_until(lambda: bool(rt.failures()) or rt.is_idle(), timeout)
+            if announcer is not None:
+                announcer.flush(rt.board.refresh())
             summary = _summary(rt, timed_out=not ended)
             rt.stop("member_failed" if summary["failed"] else "run_ended")
             return _report(printer, output_format, summary)  # last: after the stop's events
-        _console(rt, feed)
+        _console(rt, feed, questions)
         rt.stop("quit")
         return EXIT_OK
     except (_Terminated, KeyboardInterrupt):
@@ -336,16 +521,21 @@ def _run(
         signal.signal(signal.SIGTERM, previous)
 
 
-def _console(rt: TeamRuntime, feed: LiveFeed | None = None) -> None:
-    """A line console for the lead: text goes to the lead; ``/`` commands act on the team."""
+def _console(
+    rt: TeamRuntime, feed: LiveFeed | None = None, questions: _Questions | None = None
+) -> None:
+    """A line console for the lead: text goes to the lead; ``/`` commands act on the team;
+    while a request is shown, a line answers it (``y``, ``n``, ``always`` or feedback)."""
     click.echo(
         "Type to talk to the lead; /status, /tasks, /watch, /approve ID, /reject ID FEEDBACK, "
-        "/stop NAME, /quit.",
+        "/stop NAME, /quit. Requests are shown with their id: answer y, n, always or feedback.",
         err=True,
     )
     for raw in sys.stdin:
         line = raw.strip()
         if not line:
+            continue
+        if questions is not None and not line.startswith("/") and questions.answer(line):
             continue
         if line in ("/quit", "/exit"):
             return
@@ -360,7 +550,7 @@ def _console(rt: TeamRuntime, feed: LiveFeed | None = None) -> None:
         elif line.startswith("/stop "):
             rt.services.request_shutdown(line.split(None, 1)[1].strip(), by="lead")
         elif line.startswith(("/approve ", "/reject ")):
-            _answer(rt, line)
+            _answer(rt, line, questions)
         else:
             rt.submit(line)
 
@@ -374,24 +564,188 @@ def _panel(rt: TeamRuntime, feed: LiveFeed | None) -> None:
     console().print(render(snap if snap is not None else LiveSource(rt.team).load()))
 
 
-def _answer(rt: TeamRuntime, line: str) -> None:
+def _answer(rt: TeamRuntime, line: str, questions: _Questions | None = None) -> None:
     """``/approve ID [note]`` or ``/reject ID feedback``: a plan or a permission request."""
-    from actors.board.protocols import decide_permission
-    from actors.protocols import review_plan
-
     command, _, rest = line.partition(" ")
     request_id, _, note = rest.strip().partition(" ")
     approve = command == "/approve"
-    try:
-        if request_id.startswith("plan-"):
-            review_plan(rt.services, request_id, approve, note, reviewer="human")
-        else:
-            answer = decide_permission(rt.board, request_id, approve, by="human", reason=note)
-            rt.decisions.notify(answer)
-    except Exception as exc:  # a typo in the console is not fatal
-        click.echo(f"error: {exc}", err=True)
-        return
-    click.echo(f"{'approved' if approve else 'rejected'} {request_id}")
+    questions = questions or _Questions(_Printer("text"), None, plans=True)
+    questions.runtime = rt
+    questions.decide(request_id, "y" if approve else (note or "n"), note=note)
+
+
+HUMAN = "user"
+"""Who answers at the console (as ``teamctl approve`` records it)."""
+_YES, _NO, _ALWAYS = ("y", "yes"), ("n", "no"), ("a", "always")
+
+
+class _Question:
+    """A request shown at the console: a permission ask or a plan."""
+
+    def __init__(self, row: ApprovalRow, rule: str) -> None:
+        self.kind, self.request_id, self.agent = row.kind, row.request_id, row.agent
+        self.rule = rule
+        """The session rule ``always`` remembers (permissions)."""
+
+
+class _Questions:
+    """The requests waiting for the person at the console, from the live snapshots: each new
+    one is shown (escaped) with its id and what answers it; a line typed while one is waiting
+    answers the oldest. Answers go through the same journaled protocol as ``teamctl
+    approve|reject``; a request answered elsewhere is dropped with a note."""
+
+    def __init__(self, printer: _Printer, desk: HumanDesk | None, *, plans: bool) -> None:
+        self.printer = printer
+        self.desk = desk
+        self.plans = plans
+        """Plans are reviewed by the human (``approvals.plans``): show them."""
+        self.runtime: TeamRuntime | None = None
+        self._lock = threading.RLock()
+        self._open: dict[str, _Question] = {}
+        self._seen: set[str] = set()
+        self._answered: set[str] = set()
+        self._all_plans = False
+
+    def __call__(self, snap: Snapshot) -> None:
+        rows = [
+            row
+            for row in snap.approvals
+            if (row.kind == "permission" and row.status == "requested")
+            or (row.kind == "plan" and row.status == "submitted" and self.plans)
+        ]
+        with self._lock:
+            now = {row.request_id for row in rows}
+            for rid in [r for r in self._open if r not in now]:
+                del self._open[rid]
+                if rid not in self._answered:
+                    self.printer.line(f"{rid} was answered elsewhere")
+            fresh = [row for row in rows if row.request_id not in self._seen]
+            if not fresh:
+                return
+            details = self._details()
+            for row in fresh:
+                self._seen.add(row.request_id)
+                self._show(row, details)
+
+    def _details(self) -> dict[str, Any]:
+        """Request id → the journaled permission request or plan request."""
+        from actors.board.protocols import pending_permissions
+
+        rt = self.runtime
+        if rt is None:
+            return {}
+        out: dict[str, Any] = {p.request_id: p for p in pending_permissions(rt.team.journal)}
+        out.update(rt.board.refresh().plan_requests)
+        return out
+
+    def _show(self, row: ApprovalRow, details: Mapping[str, Any]) -> None:
+        from actors.runtime.permission_requests import session_rule, shown_target
+        from harness.tools.base import PermissionRequest
+
+        found = details.get(row.request_id)
+        if row.kind == "plan":
+            if self._all_plans:
+                self.decide(row.request_id, "always")
+                return
+            plan = getattr(found, "plan", None) or ""
+            self._open[row.request_id] = _Question(row, "")
+            self.printer.line(
+                safe(f"? {row.request_id}  {row.agent} submitted a plan for {row.about}:")
+                + "\n"
+                + safe("    " + plan.replace("\n", "\n    "), multiline=True)
+                + "\n  y = approve · n = reject · always = approve every plan this session"
+                " · other text = reject with it as feedback"
+            )
+            return
+        data = dict(getattr(found, "input", {}) or {})
+        paths = tuple(str(x) for x in data.get("paths") or ())
+        target = str(data.get("target") or ", ".join(paths) or "")
+        kind = str(data.get("kind") or "other")
+        access = cast("AccessKind", kind)
+        request = PermissionRequest(row.about, access, target or None, paths)
+        rule = session_rule(request)
+        if self.runtime is not None:
+            target = shown_target(request, self.runtime.repo_root)
+        self._open[row.request_id] = _Question(row, rule)
+        reason = getattr(found, "reason", "") or ""
+        what = f"{row.about} on {target}" if target else row.about
+        self.printer.line(
+            safe(f"? {row.request_id}  {row.agent} asks to use {what}: {reason}")
+            + f"\n  y = allow · n = deny · always = allow {safe(rule)} for this session"
+            + " · other text = deny with it as feedback"
+        )
+
+    def answer(self, line: str) -> bool:
+        """Answer the oldest waiting request with ``line``; False when none waits."""
+        with self._lock:
+            if not self._open:
+                return False
+            rid = next(iter(self._open))
+        self.decide(rid, line)
+        return True
+
+    def decide(self, request_id: str, reply: str, *, note: str = "") -> None:
+        """Answer ``request_id``: ``y``, ``n``, ``always`` or feedback text (a refusal)."""
+        word = reply.strip().lower()
+        allow = word in _YES or word in _ALWAYS
+        feedback = note if allow or word in _NO else reply.strip()
+        with self._lock:
+            question = self._open.get(request_id)
+            self._answered.add(request_id)
+        try:
+            if request_id.startswith("plan-"):
+                line = self._review(request_id, allow, feedback, always=word in _ALWAYS)
+            else:
+                rule = question.rule if question is not None and word in _ALWAYS else ""
+                line = self._permit(request_id, allow, feedback, rule)
+        except Exception as exc:  # a stale id or a typo at the console is not fatal
+            with self._lock:
+                self._answered.discard(request_id)
+            click.echo(f"error: {exc}", err=True)
+            return
+        with self._lock:
+            self._open.pop(request_id, None)
+            waiting = next(iter(self._open.values()), None)
+        self.printer.line(safe(line))
+        if waiting is not None:
+            self.printer.line(f"next: {waiting.request_id} from {waiting.agent} is waiting")
+
+    def _permit(self, request_id: str, allow: bool, feedback: str, rule: str) -> str:
+        from actors.board.protocols import ProtocolError, decide_permission
+
+        rt = self._rt()
+        if rule and self.desk is not None:
+            self.desk.remember(rule)
+            feedback = feedback or f"always: {rule} for this session"
+        answer = decide_permission(rt.board, request_id, allow, by=HUMAN, reason=feedback)
+        rt.decisions.notify(answer)
+        if not answer.first:
+            raise ProtocolError(
+                f"permission request {request_id} was already decided: {answer.decision} "
+                f"by {answer.by}"
+            )
+        verb = "allowed" if allow else "denied"
+        extra = f" (and {rule} for this session)" if rule else ""
+        why = f": {feedback}" if feedback and not allow else ""
+        return f"{verb} {request_id}{extra}{why}"
+
+    def _review(self, request_id: str, approve: bool, feedback: str, *, always: bool) -> str:
+        from actors.protocols import review_plan
+
+        if not approve and not feedback:
+            feedback = "rejected at the console: revise the plan"
+        review_plan(self._rt().services, request_id, approve, feedback, reviewer=HUMAN)
+        if always:
+            self._all_plans = True
+        verb = "approved" if approve else "rejected"
+        extra = " (and every plan for this session)" if always else ""
+        why = f": {feedback}" if not approve else ""
+        return f"{verb} plan {request_id}{extra}{why}"
+
+    def _rt(self) -> TeamRuntime:
+        if self.runtime is None:
+            raise click.ClickException("the team is not running")
+        return self.runtime
 
 
 @click.command("run")
@@ -408,6 +762,7 @@ def run_command(
     output_format: str,
     model: str | None,
     permission_mode: str | None,
+    approvals: str | None,
     script: Path | None,
     timeout: float | None,
     fresh: bool,
@@ -423,6 +778,7 @@ def run_command(
             script=script,
             timeout=timeout,
             fresh=fresh,
+            approvals=approvals,
         )
     )
 
@@ -434,6 +790,7 @@ def resume_command(
     output_format: str,
     model: str | None,
     permission_mode: str | None,
+    approvals: str | None,
     script: Path | None,
     timeout: float | None,
 ) -> None:
@@ -448,25 +805,58 @@ def resume_command(
             permission_mode=permission_mode,
             script=script,
             timeout=timeout,
+            approvals=approvals,
         )
     )
 
 
 @click.command("join")
 @click.argument("name")
+@click.option("--role", default=None, help="The role of a new teammate (default: general).")
+@click.option(
+    "--worktree-per-task",
+    is_flag=True,
+    help="Give each task it claims a worktree of its own (.worktrees/<task> on wt/<task>).",
+)
 @_runtime_options(whole_team=False)
-def join_command(name: str, output_format: str, model: str | None, script: Path | None) -> None:
-    """Host the existing teammate NAME in this process, next to a running team."""
+@_mode
+def join_command(
+    name: str,
+    role: str | None,
+    worktree_per_task: bool,
+    output_format: str,
+    model: str | None,
+    script: Path | None,
+    permission_mode: str | None,
+) -> None:
+    """Host teammate NAME in this process, next to the team's runtime: a new teammate, or one
+    on the team that no live process hosts. It claims tasks (in their worktrees), runs its
+    background jobs and gets its cron jobs' firings; Ctrl-C pauses it (claim, conversation and
+    mail kept) and `teamctl join NAME` again continues it."""
     from actors.runtime.runtime import TeamRuntime
 
     source = _model_source(script)
+    settings = _settings(model)
+    if worktree_per_task:
+        team = settings.team.model_copy(update={"worktree_per_task": True})
+        settings = settings.model_copy(update={"team": team})
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     rt = TeamRuntime(
-        model=source, settings=_settings(model), on_event=_Printer(output_format), join=name
+        model=source,
+        settings=settings,
+        on_event=_Printer(output_format),
+        permission_mode=permission_mode,
+        join=name,
+        join_role=role,
     )
     code = EXIT_OK
     try:
         rt.start()
+        click.echo(
+            f"{name} joined the team, hosted here (Ctrl-C pauses it; `teamctl join {name}` "
+            f"continues it; `teamctl stop {name}` retires it)",
+            err=True,
+        )
         rt.wait_until(
             lambda: rt.board.refresh().members[name].status == "stopped" or bool(rt.failures())
         )

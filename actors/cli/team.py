@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from actors.cli.common import echo_json, json_option, show, table, team_session
+
+if TYPE_CHECKING:
+    from actors.board.state import TeamState
+    from actors.factory import Team
 
 
 @click.command()
@@ -34,10 +39,60 @@ def _settings_problem(path: Path) -> str | None:
     return None
 
 
+def _pending(team: Team, state: TeamState) -> list[dict[str, Any]]:
+    """Requests waiting for an answer, oldest first: permission asks (``permission.requested``
+    with no decision) and submitted plans. ``waiting_s``: since when they wait."""
+    import time
+
+    asks: dict[str, dict[str, Any]] = {}
+    for event in team.journal.read_from(1):
+        rid = str(event.data.get("request_id", ""))
+        if event.type == "permission.requested":
+            data = event.data.get("input") or {}
+            target = data.get("target") or ", ".join(data.get("paths") or ())
+            root = str(team.repo.root) + "/"
+            if isinstance(target, str) and target.startswith(root):
+                target = target[len(root) :]
+            what = f"{event.data.get('tool')} {target}".strip()
+            asks[rid] = {
+                "request_id": rid,
+                "kind": "permission",
+                "who": event.data.get("agent"),
+                "what": what,
+                "since": event.ts,
+            }
+        elif event.type == "permission.decided":
+            asks.pop(rid, None)
+    plans = [
+        {
+            "request_id": r.request_id,
+            "kind": "plan",
+            "who": r.teammate,
+            "what": f"plan for {r.task_id}",
+            "since": r.requested_at,
+        }
+        for r in state.plan_requests.values()
+        if r.status == "submitted"
+    ]
+    now = time.time()
+    rows = sorted([*asks.values(), *plans], key=lambda row: row["since"])
+    for row in rows:
+        row["waiting_s"] = round(max(0.0, now - row.pop("since")), 1)
+    return rows
+
+
+def _age(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
 @click.command()
 @json_option
 def status(as_json: bool) -> None:
-    """Tasks by state, members and inbox counts."""
+    """Tasks by state, members, requests waiting for an answer and inbox counts."""
     with team_session(read_only=True) as team:
         state = team.state()
         counts: dict[str, int] = {}
@@ -49,6 +104,7 @@ def status(as_json: bool) -> None:
             for m in state.members.values()
         ]
         inboxes = team.inbox_counts()
+        pending = _pending(team, state)
         settings_problem = _settings_problem(team.repo.settings_path)
     if settings_problem:
         click.echo(f"warning: {settings_problem}", err=True)
@@ -59,6 +115,7 @@ def status(as_json: bool) -> None:
                 "seq": state.seq,
                 "tasks": {**counts, "ready": ready},
                 "members": members,
+                "pending": pending,
                 "inboxes": inboxes,
             }
         )
@@ -74,6 +131,12 @@ def status(as_json: bool) -> None:
         show(grid)
     else:
         click.echo("members: none yet")
+    if pending:
+        grid = table("waiting for an answer", ("request", "who", "what", "waiting"))
+        for row in pending:
+            grid.add_row(row["request_id"], str(row["who"]), row["what"], _age(row["waiting_s"]))
+        show(grid)
+        click.echo("answer with `teamctl approve ID` or `teamctl reject ID --feedback TEXT`")
     grid = table("inboxes", ("agent", "unread"))
     for agent, unread in inboxes.items():
         grid.add_row(agent, str(unread))

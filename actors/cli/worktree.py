@@ -67,7 +67,10 @@ def worktrees_session() -> Iterator[WorktreesHandle]:
 
     with team_session() as team:
         handle = WorktreesHandle.start(
-            team.repo.root, team.board, job_running=journal_job_probe(team.journal)
+            team.repo.root,
+            team.board,
+            job_running=journal_job_probe(team.journal),
+            lock_path=team.repo.team_dir / "worktrees.lock",  # git writes of other processes
         )
         try:
             yield handle

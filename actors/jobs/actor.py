@@ -20,6 +20,9 @@ is alive with the same start time (waited for through a pidfd; its exit code is 
 else reported ``lost``. Notifications of jobs finished within ``redeliver_window_s`` are
 delivered again under the same id (a crash between journal and delivery loses nothing; the
 Maildir drops the duplicate).
+Given ``adopt(owner)``, start-up recovery takes only the jobs of the owners it accepts: several
+processes each run a Jobs actor (the runtime, ``teamctl join``), and none re-attaches, reports
+or kills the jobs of a member another live process hosts.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -91,8 +94,10 @@ class Jobs(pykka.ThreadingActor):
         redeliver_window_s: float = 86_400.0,
         sandbox: Sandbox | None = None,
         root: Path | None = None,
+        adopt: Callable[[str], bool] | None = None,
     ) -> None:
         super().__init__()
+        self._adopt = adopt
         self._store = store
         self._deliver = deliver
         self._dir = Path(jobs_dir)
@@ -114,6 +119,8 @@ class Jobs(pykka.ThreadingActor):
         self._catch_up()
         horizon = self._clock.now() - self._window
         for rec in list(self._table.values()):
+            if self._adopt is not None and not self._adopt(rec.owner):
+                continue  # another live process runs its owner, and its jobs
             if rec.status == "running":
                 self._reattach_or_lose(rec)
             elif (rec.finished_at or 0.0) >= horizon:

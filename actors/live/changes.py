@@ -44,7 +44,7 @@ def _member(m: MemberRow) -> str:
         text += f" on {safe(m.task_id)}"
         if m.worktree:
             text += f" in {safe(m.worktree)}"
-    if m.reason and m.status in ("crashed", "stopped", "stopping"):
+    if m.reason and m.status in ("crashed", "stalled", "stopped", "stopping"):
         text += f": {one_line(m.reason, LINE_CHARS)}"
     return text
 

@@ -28,6 +28,7 @@ _STATUS_STYLE = {
     "waiting_plan_approval": "yellow",
     "waiting_permission": "yellow",
     "crashed": "bold red",
+    "stalled": "bold yellow",
     "stopped": "dim",
     "active": "green",
 }
@@ -88,7 +89,7 @@ def _member_status(m: MemberRow) -> Text:
         text.append(" (human)", style="dim")
     elif m.orphaned:
         text.append(" (no process)", style="bold red")
-    if m.reason and m.status in ("crashed", "stopped", "stopping"):
+    if m.reason and m.status in ("crashed", "stalled", "stopped", "stopping"):
         text.append(f": {safe(m.reason)}", style="dim")
     return text
 

@@ -29,7 +29,15 @@ Column = Literal["in_progress", "ready", "blocked", "completed", "deleted"]
 COLUMNS: tuple[Column, ...] = ("in_progress", "ready", "blocked", "completed", "deleted")
 """Task columns in the order the view shows them."""
 ACTIVE_STATUSES = frozenset(
-    {"starting", "working", "idle", "waiting_plan_approval", "waiting_permission", "stopping"}
+    {
+        "starting",
+        "working",
+        "idle",
+        "waiting_plan_approval",
+        "waiting_permission",
+        "stalled",
+        "stopping",
+    }
 )
 """Agent statuses that mean "a process should be hosting it right now"."""
 RECENT_JOBS = 3
@@ -49,7 +57,8 @@ class MemberRow:
     role: str
     status: str
     """As journaled: starting, working, idle, waiting_plan_approval, waiting_permission,
-    stopping, stopped, crashed (agents) or active (humans)."""
+    stalled (no progress, or the same tool call repeated), stopping, stopped, crashed (agents)
+    or active (humans)."""
     reason: str
     alive: bool | None
     """True while a process holds the member's lease; None for humans (they hold none)."""

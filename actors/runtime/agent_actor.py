@@ -195,6 +195,18 @@ class AgentActor(pykka.ThreadingActor):
         """The turn ended (not by failure); return text to open a follow-up turn with."""
         return None
 
+    def continues_history(self) -> bool:
+        """Whether a turn may open with nothing new when the history ends on the user's side
+        (tool results of an interrupted turn, a resumed transcript)."""
+        return True
+
+    def on_step_start(self) -> None:
+        """A step (a model call and its tools) is about to run."""
+
+    def on_step_end(self, result: StepResult) -> None:
+        """A step returned (before its transition is acted on; ``agent.interrupt()`` here
+        ends the turn at the next step)."""
+
     def on_idle(self) -> None:
         """Nothing to do after a turn (or a wake that brought nothing)."""
 
@@ -267,7 +279,7 @@ class AgentActor(pykka.ThreadingActor):
         parts = [p for p in (extra, format_batch(batch) if batch else None) if p]
         loop = self.agent.loop
         msgs = loop.messages
-        dangling = bool(msgs) and msgs[-1].role == "user"
+        dangling = bool(msgs) and msgs[-1].role == "user" and self.continues_history()
         if not parts and not loop.has_pending() and not dangling:
             return False
         self.turn += 1
@@ -285,11 +297,13 @@ class AgentActor(pykka.ThreadingActor):
             self.parked = True
             return
         before = list(self._attached)
+        self.on_step_start()
         try:
             result = self.agent.step()
         except HarnessError as exc:
             self.fail(f"{type(exc).__name__}: {exc}", restart=not isinstance(exc, ModelAuthError))
             return
+        self.on_step_end(result)
         if result.response is not None and before:
             self.ack(before)
             self._attached = [i for i in self._attached if i not in before]

@@ -1,9 +1,14 @@
 """The service actors a runtime runs next to its members: the cron Scheduler, the background Jobs
 (and the harness ``JobRunner`` over them) and the MCP servers.
 
-Each is optional (``teamctl join`` runs none of the first two; no ``.mcp.json`` means no MCP
-manager) and each is started by the runtime at its point of the start sequence. ``stop`` ends
-the actors; ``close_mcp`` stops the MCP server processes (after the members: no MCP call runs).
+Each is optional (no ``.mcp.json`` means no MCP manager) and each is started by the runtime at
+its point of the start sequence. ``stop`` ends the actors; ``close_mcp`` stops the MCP server
+processes (after the members: no MCP call runs).
+
+``teamctl join`` runs a Jobs actor of its own for the teammate it hosts (``start_jobs(adopt=…)``
+takes over only that member's jobs at start-up, so a runtime never re-attaches or kills the jobs
+of a member another live process hosts) and no Scheduler: the team runtime's Scheduler fires
+every cron job, and a firing reaches its owner's inbox, which the joined process watches.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from typing import TYPE_CHECKING
 from teamctl_base.clock import UuidIds
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from actors.factory import Team
     from actors.jobs.actor import JobsHandle, JobsRunner
     from actors.jobs.scheduler import SchedulerHandle, TimerFactory
@@ -49,9 +56,10 @@ class Background:
         self.job_runner: JobsRunner | None = None
         self.mcp: McpManager | None = None
 
-    def start_jobs(self) -> None:
+    def start_jobs(self, adopt: Callable[[str], bool] | None = None) -> None:
         """The Jobs actor, its background ``bash`` sandboxed like the foreground one (not on a
-        platform without the jobs machinery)."""
+        platform without the jobs machinery). ``adopt(owner)``: whose unfinished jobs its
+        start-up recovery takes over (default: everyone's)."""
         try:
             from actors.jobs.actor import JobsHandle, JobsRunner
         except ImportError:
@@ -68,6 +76,7 @@ class Background:
             ids=UuidIds(),
             sandbox=Sandbox(self._settings.sandbox),
             root=self._team.repo.root,
+            adopt=adopt,
         )
         self.job_runner = JobsRunner(self.jobs)
 

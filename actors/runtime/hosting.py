@@ -190,6 +190,9 @@ class MemberHosting:
     def ensure_task_worktree(self, task_id: str) -> bool:
         return self._worktrees.ensure_for_task(task_id)
 
+    def abandoned(self, name: str, task_id: str) -> None:
+        self._roster.abandon(name, task_id)
+
     # -- telling the actors --------------------------------------------------------------------
 
     def submit(self, text: str) -> None:
@@ -288,6 +291,9 @@ class MemberHosting:
                     generation=hosted.generation,
                     batch_max=batch,
                     resumed=resume,
+                    task_reminders=self._settings.team.task_reminders,
+                    stall_timeout_s=self._settings.team.stall_timeout_s,
+                    max_repeated_tool_calls=self._settings.team.max_repeated_tool_calls,
                 )
         except BaseException:
             agent.close()

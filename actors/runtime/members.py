@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from actors.board.board import Board
     from actors.board.state import TeamState
     from actors.runtime.background import Background
-    from actors.runtime.permission_requests import JournalDecisions, OnWait
+    from actors.runtime.permission_requests import HumanDesk, JournalDecisions, OnWait
     from actors.services import TeamServices
     from actors.settings import Settings
     from harness.hooks import HookRunner
@@ -297,8 +297,9 @@ def plans_to_host(
 class MemberBuilder:
     """Builds the harness ``Agent`` of a member, for its first start and for every restart:
     its model client, its policy (a teammate's ``ask`` permissions routed by a
-    ``PermissionRouter``, the lead's to ``lead_approver``; every denial journaled), its team
-    tools over ``services``, the sandbox and the shared MCP servers."""
+    ``PermissionRouter``, the lead's to ``lead_approver``, or with a ``desk`` (a person reached
+    through ``teamctl run``) to the human through a router of its own; every denial journaled),
+    its team tools over ``services``, the sandbox and the shared MCP servers."""
 
     def __init__(
         self,
@@ -315,6 +316,7 @@ class MemberBuilder:
         lead: str,
         lead_approver: Approver | None,
         fsync_transcripts: bool,
+        desk: HumanDesk | None = None,
     ) -> None:
         self._root = root
         self._settings = settings
@@ -328,6 +330,7 @@ class MemberBuilder:
         self._lead = lead
         self._lead_approver = lead_approver
         self._fsync = fsync_transcripts
+        self._desk = desk
 
     def build(self, plan: MemberPlan, *, resume: bool, on_permission_wait: OnWait) -> Agent:
         """``plan``'s agent (from its transcript when ``resume``); ``on_permission_wait`` is
@@ -357,12 +360,23 @@ class MemberBuilder:
         )
 
     def _approver(self, plan: MemberPlan, on_wait: OnWait) -> Approver | None:
-        """Teammates route ``ask`` permissions (to a human or the lead, bounded wait)."""
-        if plan.kind == "lead":
-            return self._lead_approver
+        """Teammates route ``ask`` permissions (to a human or the lead, bounded wait); the
+        lead's go to ``lead_approver``, else to the human when a desk reaches one."""
         from actors.runtime.permission_requests import PermissionRouter
 
-        return PermissionRouter(self._services, self._decisions.wait, on_wait=on_wait)
+        if plan.kind == "lead":
+            if self._lead_approver is not None or self._desk is None:
+                return self._lead_approver
+            return PermissionRouter(
+                self._services,
+                self._decisions.wait,
+                on_wait=on_wait,
+                desk=self._desk,
+                route="human",
+            )
+        return PermissionRouter(
+            self._services, self._decisions.wait, on_wait=on_wait, desk=self._desk
+        )
 
     def _state_text(self) -> str:
         from actors.runtime.lead import team_state_text

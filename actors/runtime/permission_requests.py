@@ -12,7 +12,14 @@ journals ``permission.requested`` and routes it by ``settings.approvals.permissi
 
 It then blocks the teammate's tool call (the ``on_wait`` callback lets the actor show
 ``waiting_permission``) until ``permission.decided`` is observed or ``timeout_s`` passes; a
-timeout journals a denial by ``timeout``. The journal decides races: the first decision wins, so
+timeout journals a denial by ``timeout``.
+
+A ``HumanDesk`` says how this runtime reaches a person (``teamctl run``'s console, or a headless
+run). With one, the lead's own asks are routed to the human too, and an ask for the human is:
+allowed at once when a rule remembered for the session (``always`` at the console) covers it;
+refused at once, with a message naming the flag or setting that would allow it, when nobody is
+there to answer (a headless run without ``--approvals human``: Claude Code's ``dontAsk``); or
+shown (``HumanDesk.on_ask``, with its id) and waited for. The journal decides races: the first decision wins, so
 an answer arriving together with the timeout is either the decision or refused as too late.
 
 The wait is event-driven: ``JournalDecisions`` wakes a ``threading.Event`` per request when a
@@ -21,8 +28,10 @@ The wait is event-driven: ``JournalDecisions`` wakes a ``threading.Event`` per r
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,19 +42,27 @@ from actors.board.protocols import (
     request_permission,
 )
 from actors.errors import TeamError
+from harness.permissions.policy import ApprovalRefused
 from harness.tools.base import PermissionRequest, ToolContext
 from mailboxes.events import PermissionDecided, payload
 from mailboxes.ports import EventStore
 
 if TYPE_CHECKING:
+    from actors.board.board import Board
     from actors.services import TeamServices
+    from harness.settings import PermissionMode, PermissionSettings
     from mailboxes.watch import FileWatcher
 
 __all__ = [
+    "HumanAsk",
+    "HumanDesk",
     "JournalDecisions",
     "PermissionRefused",
     "PermissionRouter",
     "WaitForDecision",
+    "allow_hint",
+    "session_rule",
+    "shown_target",
 ]
 
 LEAD = "lead"
@@ -57,7 +74,7 @@ OnWait = Callable[[bool], None]
 """Told ``True`` when a teammate starts waiting for an answer, ``False`` when it stops."""
 
 
-class PermissionRefused(TeamError):
+class PermissionRefused(TeamError, ApprovalRefused):
     """A permission request that ended in a denial; the message says who refused and why."""
 
 
@@ -160,6 +177,126 @@ def describe_request(request: PermissionRequest) -> dict[str, object]:
     }
 
 
+def shown_target(request: PermissionRequest, root: Path | None = None) -> str:
+    """What the call touches, as rules write it (a path inside ``root`` relative to it)."""
+    target = str(request.target or ", ".join(request.paths) or "")
+    if root is not None and request.kind in ("read", "write") and Path(target).is_absolute():
+        try:
+            return Path(target).relative_to(root).as_posix()
+        except ValueError:
+            return target
+    return target
+
+
+def allow_hint(request: PermissionRequest, root: Path | None = None) -> str:
+    """How to allow ``request`` without a person: the flag or the settings rule."""
+    target = shown_target(request, root)
+    if request.kind == "write":
+        rule = f"Edit({target})" if target else "Edit"
+        return (
+            f"run with `--permission-mode acceptEdits`, or add {json.dumps(rule)} to "
+            "permissions.allow in .team/settings.json"
+        )
+    if request.tool == "bash" and target.split():
+        rule = f"Bash({target.split()[0]}:*)"
+    else:
+        rule = request.tool
+    return (
+        f"add {json.dumps(rule)} to permissions.allow in .team/settings.json (or run with "
+        "`--permission-mode bypassPermissions`)"
+    )
+
+
+def session_rule(request: PermissionRequest) -> str:
+    """The allow rule ``always`` remembers for the session: every write inside the root
+    (``Edit``, as ``acceptEdits`` would), shell commands of the same program
+    (``Bash(git:*)``), or the tool."""
+    if request.kind == "write":
+        return "Edit"
+    words = (request.target or "").split()
+    if request.tool == "bash" and words:
+        return f"Bash({words[0]}:*)"
+    return request.tool
+
+
+@dataclass(frozen=True)
+class HumanAsk:
+    """An ask waiting for a person (or refused because nobody is there)."""
+
+    request_id: str
+    agent: str
+    tool: str
+    target: str
+    reason: str
+    hint: str
+    """How to allow such a call without a person (a flag or a settings rule)."""
+    rule: str
+    """The session rule ``always`` would remember."""
+
+
+class HumanDesk:
+    """How a runtime reaches a person for the asks routed to the human. ``present``: someone
+    answers (the console, or a headless run with ``--approvals human``), and ``on_ask`` shows
+    each ask with its id; otherwise ``on_refused`` tells that an ask was refused at once.
+    Rules remembered with ``remember`` (``always``) allow later asks they cover, for every
+    member of the runtime, until it stops. Thread-safe."""
+
+    def __init__(
+        self,
+        *,
+        present: bool,
+        permissions: PermissionSettings | None = None,
+        mode: PermissionMode | None = None,
+        on_ask: Callable[[HumanAsk], None] | None = None,
+        on_refused: Callable[[HumanAsk], None] | None = None,
+        absent_hint: str = "",
+    ) -> None:
+        from harness.settings import PermissionSettings
+
+        self.present = present
+        self.on_ask = on_ask
+        self.on_refused = on_refused
+        self.absent_hint = absent_hint
+        """Said after the allow hint when nobody is there (e.g. how to wait for a person)."""
+        self._permissions = permissions or PermissionSettings()
+        self._mode: PermissionMode | None = mode
+        self._lock = threading.Lock()
+        self._rules: list[str] = []
+
+    def remember(self, rule: str) -> None:
+        """Allow, for the rest of the session, the asks ``rule`` covers."""
+        from harness.permissions.rules import parse_rules
+
+        parse_rules([rule])  # a bad rule is an error here, not at the next ask
+        with self._lock:
+            if rule not in self._rules:
+                self._rules.append(rule)
+
+    @property
+    def rules(self) -> tuple[str, ...]:
+        with self._lock:
+            return tuple(self._rules)
+
+    def remembered(self, request: PermissionRequest, ctx: ToolContext) -> str | None:
+        """The session rules (joined) when they allow ``request``, which the settings' rules
+        alone do not; ``None`` otherwise. Deny and ask rules of the settings still win."""
+        from harness.permissions.checks import Permissions
+
+        rules = self.rules
+        if not rules:
+            return None
+        perms = self._permissions
+        mode = self._mode or perms.default_mode
+
+        def check(allow: Sequence[str]) -> str:
+            built = Permissions(allow=allow, ask=perms.ask, deny=perms.deny, mode=mode)
+            return built.check(request, ctx).decision
+
+        if check(perms.allow) == "allow" or check((*perms.allow, *rules)) != "allow":
+            return None
+        return ", ".join(rules)
+
+
 class PermissionRouter:
     """A teammate's ``Approver``: journal, route, wait (bounded), answer. Raises
     ``PermissionRefused`` (the policy turns it into a denial carrying the message) on a denial
@@ -173,20 +310,44 @@ class PermissionRouter:
         on_wait: OnWait | None = None,
         timeout_s: float | None = None,
         new_id: Callable[[], str] = new_permission_id,
+        desk: HumanDesk | None = None,
+        route: str | None = None,
     ) -> None:
         self._services = services
         self._wait = wait_for_decision
         self._on_wait = on_wait
         self._timeout_s = timeout_s
         self._new_id = new_id
+        self._desk = desk
+        self._route = route
 
     def __call__(self, request: PermissionRequest, ctx: ToolContext, reason: str) -> bool:
         approvals = self._services.settings.approvals
-        route = approvals.permissions
+        route = self._route or approvals.permissions
         timeout = self._timeout_s if self._timeout_s is not None else approvals.timeout_s
         board = self._services.board
         rid = self._new_id()
+        desk = self._desk
+        if route == "human" and desk is not None:
+            remembered = desk.remembered(request, ctx)
+            if remembered is not None:  # asked and answered in one append: never shown pending
+                why = f"allowed for this session by {remembered}"
+                _decided_at_once(board, rid, ctx.agent, request, reason, True, "user", why)
+                return True
+            ask = HumanAsk(
+                rid,
+                ctx.agent,
+                request.tool,
+                shown_target(request, ctx.root),
+                reason,
+                allow_hint(request, ctx.root),
+                session_rule(request),
+            )
+            if not desk.present:
+                return self._nobody(ask, request, desk)
         request_permission(board, rid, ctx.agent, request.tool, describe_request(request), reason)
+        if route == "human" and desk is not None and desk.on_ask is not None:
+            desk.on_ask(ask)
         if route == "deny":
             answer = decide_permission(
                 board, rid, False, by="settings", reason="settings approvals.permissions is deny"
@@ -228,9 +389,53 @@ class PermissionRouter:
         )
         return _settle(answer, approver)
 
+    def _nobody(self, ask: HumanAsk, request: PermissionRequest, desk: HumanDesk) -> bool:
+        """Nobody can answer: refuse at once, saying what would allow it (journaled)."""
+        extra = f"; {desk.absent_hint}" if desk.absent_hint else ""
+        why = f"nobody can approve it in this run: {ask.hint}{extra}"
+        board = self._services.board
+        _decided_at_once(
+            board, ask.request_id, ask.agent, request, ask.reason, False, "runtime", why
+        )
+        if desk.on_refused is not None:
+            desk.on_refused(replace(ask, hint=ask.hint + extra))
+        raise PermissionRefused(f"permission request {ask.request_id} refused: {why}")
+
     def _notify_wait(self, waiting: bool) -> None:
         if self._on_wait is not None:
             self._on_wait(waiting)
+
+
+def _decided_at_once(
+    board: Board,
+    rid: str,
+    agent: str,
+    request: PermissionRequest,
+    reason: str,
+    allow: bool,
+    by: str,
+    why: str,
+) -> None:
+    """Journal ``permission.requested`` and its ``permission.decided`` in one append (with the
+    op ids of ``actors.board.protocols``), so nobody ever sees the request pending."""
+    from mailboxes.events import PermissionRequested, draft
+
+    asked = PermissionRequested(
+        request_id=rid,
+        agent=agent,
+        tool=request.tool,
+        input=describe_request(request),
+        reason=reason,
+    )
+    decided = PermissionDecided(
+        request_id=rid, decision="allow" if allow else "deny", by=by, reason=why
+    )
+    board.execute(
+        lambda _state: [
+            draft(asked.TYPE, agent, asked, f"permission.requested:{rid}"),
+            draft(decided.TYPE, by, decided, f"permission.decided:{rid}"),
+        ]
+    )
 
 
 def _settle(answer: PermissionAnswer, approver: str) -> bool:

@@ -47,6 +47,8 @@ class Hosted:
     held: list[str] = field(default_factory=list)  # user inputs told to it while stalled
     last_error: str = ""
     last_activity: float = field(default_factory=time.time)
+    abandoned: set[str] = field(default_factory=set)
+    """Tasks it released unfinished after the reminders: it does not claim them again."""
 
     def quiet(self) -> bool:
         """No turn, nothing being started, no input in flight, not stalled."""
@@ -140,6 +142,27 @@ class Roster:
             names = [h.plan.name for h in live if h.ref is not None]  # crashed for good: skip
             roles = [h.plan.role for h in live if h.plan.kind == "teammate" and h.ref is not None]
         return names, roles
+
+    def could_take(self, task_id: str, role: str | None) -> bool:
+        """A live teammate with an actor may claim the ready task ``task_id`` (of ``role``):
+        its role fits and it has not abandoned that task."""
+        with self._lock:
+            return any(
+                h.plan.kind == "teammate"
+                and not h.stopped
+                and h.ref is not None
+                and (role is None or role == h.plan.role)
+                and task_id not in h.abandoned
+                for h in self._hosted.values()
+            )
+
+    def abandon(self, name: str, task_id: str) -> None:
+        """``name`` gave ``task_id`` up unfinished and will not claim it again."""
+        with self._lock:
+            hosted = self._hosted.get(name)
+            if hosted is not None:
+                hosted.abandoned.add(task_id)
+            self._changed.notify_all()
 
     def held(self, name: str) -> list[str]:
         """The user inputs kept for the next incarnation of a stalled member."""

@@ -1,7 +1,7 @@
 """``TeamRuntime``: the process that runs a team (docs/ARCHITECTURE.md, "Actors and threads").
 
 It opens the team, takes ``.team/runtime.lock`` (a second runtime on the repository refuses; ``join``
-mode hosts one existing teammate next to it instead), holds each hosted member's liveness lease
+mode hosts one teammate next to it instead: see below), holds each hosted member's liveness lease
 (``.team/members/<agent>.lock``) for the member's lifetime, reaps claims of dead owners on start and
 whenever the journal changes, runs ONE ``FileWatcher`` over the inboxes and the journal and routes
 its hints to the actors, starts the Supervisor, the cron Scheduler, the background Jobs and the
@@ -28,6 +28,12 @@ Usage::
         rt.submit("Refactor the parser")      # user input for the lead
         rt.wait_idle(timeout=60)              # every member idle, no mail, no ready work, no job
 
+``join=NAME`` (``teamctl join``) hosts only the teammate NAME, created when the team has no such
+member (or only a stopped one), adopted when no live process hosts it: with its own Worktrees
+actor (git writes serialised with every other process's by ``.team/worktrees.lock``), its own
+Jobs actor (taking over only NAME's jobs) and no Scheduler (the team runtime's fires NAME's cron
+jobs into its inbox). Stopping pauses NAME like any member; joining again continues it.
+
 Starting on a repository whose team exists continues it: every member that has not stopped comes
 back with its transcript, its claim (if still current) and its unread mail, and a ``resumed``
 event names them. ``fresh=True`` instead retires every teammate no live process hosts (recorded
@@ -41,7 +47,9 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from actors.errors import TeamError
+from actors.board.board import acting_as
+from actors.board.rules import alive, check_new_member
+from actors.errors import TeamError, UnknownMember
 from actors.factory import Team, open_team, tidy_mailboxes
 from actors.runtime.background import Background
 from actors.runtime.changes import Changes
@@ -71,6 +79,7 @@ from actors.runtime.stop import retire_all
 from actors.runtime.supervision import Supervision
 from actors.settings import Settings, load_settings
 from mailboxes.errors import MailboxesError
+from mailboxes.events import MemberSpawned
 from teamctl_base.clock import SystemClock
 
 if TYPE_CHECKING:
@@ -79,6 +88,7 @@ if TYPE_CHECKING:
     from actors.board.board import Board
     from actors.board.state import TeamState
     from actors.jobs.scheduler import TimerFactory
+    from actors.runtime.permission_requests import HumanDesk
     from harness.hooks import HookRunner
     from harness.tools.base import Approver
     from mailboxes.fsutil import Fsync
@@ -103,6 +113,7 @@ class TeamRuntime:
         permission_mode: str | None = None,
         lead: str = "lead",
         join: str | None = None,
+        join_role: str | None = None,
         fresh: bool = False,
         scheduler: bool = True,
         jobs: bool = True,
@@ -113,6 +124,7 @@ class TeamRuntime:
         fsync_transcripts: bool = True,
         idle_timer: Timer | None = thread_timer,
         lead_approver: Approver | None = None,
+        human: HumanDesk | None = None,
         clock: ClockPort | None = None,
         cron_clock: ClockPort | None = None,
         cron_timer: TimerFactory | None = None,
@@ -128,17 +140,20 @@ class TeamRuntime:
         team, settings = self.team, self.settings
         self._lead = lead
         self._join = join
+        self._join_role = join_role
         self._fresh = fresh
         self._events = events_sink = EventSink(on_event)
         self._want_scheduler = scheduler and join is None
-        self._want_jobs = jobs and join is None
-        self._want_worktrees = worktrees and join is None
+        self._want_jobs = jobs
+        self._want_worktrees = worktrees
         self._shutdown_timeout_s = shutdown_timeout_s
         self._stack = ExitStack()
         events = events_sink
         self.roster = Roster(lead)
         self.decisions = JournalDecisions(team.journal, ())
-        self.worktrees = TaskWorktrees(team.repo.root, team.board, settings)
+        self.worktrees = TaskWorktrees(
+            team.repo.root, team.board, settings, lock_path=team.repo.team_dir / "worktrees.lock"
+        )
         self.background = Background(
             team,
             settings,
@@ -193,6 +208,7 @@ class TeamRuntime:
             lead=lead,
             lead_approver=lead_approver,
             fsync_transcripts=fsync_transcripts,
+            desk=human,  # how a person answers asks (``teamctl run``)
         )
         self.hosting.connect(builder, self.supervision)
         self.changes = Changes(
@@ -243,6 +259,10 @@ class TeamRuntime:
         if self._fresh:
             state = retire_all(team, lead=self._lead)
         self.supervision.start()
+        leases: dict[str, ExitStack] = {}
+        if self._join is not None:
+            leases[self._join] = self._enroll(self._join, state)
+            state = team.board.refresh()
         plans = plans_to_host(
             state,
             self.settings,
@@ -250,14 +270,19 @@ class TeamRuntime:
             join=self._join,
             hosted_elsewhere=team.liveness.is_alive,
         )
-        leases = {p.name: hold_lease(team.liveness, p.name) for p in plans}
+        for plan in plans:
+            if plan.name not in leases:
+                leases[plan.name] = hold_lease(team.liveness, plan.name)
         team.board.reap_dead_owners()
         if self._join is None:  # orphaned tmp/ files, cur/ retention (docs/RELIABILITY.md)
             tidy_mailboxes(team, self.settings)
         if self._want_jobs:
-            self.background.start_jobs()
+            hosted = set(leases)
+            self.background.start_jobs(
+                adopt=lambda owner: owner in hosted or not alive(team.liveness, owner)
+            )
         if self._want_worktrees:
-            self.worktrees.start()
+            self.worktrees.start(reconcile=self._join is None)
         self.background.open_mcp()
         team.mailbox.ensure_inbox(self._lead)
         self.changes.start(seen_seq=state.seq)
@@ -269,6 +294,44 @@ class TeamRuntime:
             self._events.emit({"type": "resumed", "members": back})
         if self._want_scheduler:
             self.background.start_scheduler()
+
+    def _enroll(self, name: str, state: TeamState) -> ExitStack:
+        """``join`` mode: take ``name``'s lease, then make it a teammate if the team has none
+        of that name (or only a stopped one); an existing one is adopted as it is. Returns the
+        lease; raises when ``name`` may not join (the lead, a person, a live host, a bad name,
+        a role that differs, the team full)."""
+        member = state.members.get(name)
+        if name == self._lead or (
+            member is not None and (member.kind != "agent" or member.role == "lead")
+        ):
+            raise UnknownMember(name)
+        if member is None:
+            check_new_member(state, name, lead=self._lead)  # again under the journal lock
+        lease = hold_lease(self.team.liveness, name)
+        try:
+            if member is None or member.status == "stopped":
+                alive_agents = [
+                    m for m in state.members.values() if m.kind == "agent" and m.status != "stopped"
+                ]
+                limit = self.settings.team.max_teammates
+                if len(alive_agents) - 1 >= limit:
+                    raise TeamError(f"the team already has {limit} teammates")
+                body = MemberSpawned(
+                    name=name,
+                    role=self._join_role or "general",
+                    model=self.settings.models.teammate,
+                )
+                with acting_as("cli"):
+                    self.team.board.add_member(body, lead=self._lead)
+            elif self._join_role is not None and member.role != self._join_role:
+                raise TeamError(
+                    f"{name} is on the team with role {member.role!r}, not {self._join_role!r}"
+                )
+            self.team.mailbox.ensure_inbox(name)
+        except BaseException:
+            lease.close()
+            raise
+        return lease
 
     def _unread(self, name: str) -> int:
         try:
@@ -333,13 +396,13 @@ class TeamRuntime:
         at_rest = self.roster.at_rest()
         if at_rest is None:
             return False
-        names, roles = at_rest
+        names, _roles = at_rest
         for name in names:
             if self.mailbox.counts(name)[0]:
                 return False
         state = self.board.refresh()
-        for task in state.ready():
-            if any(task.role is None or task.role == role for role in roles):
+        for task in state.ready():  # one its teammate gave up on waits for another taker
+            if self.roster.could_take(task.id, task.role):
                 return False
         return not self.background.busy()
 

@@ -14,6 +14,12 @@ board shows the claim gone (completed, released, reaped as ``owner_dead``, or th
 stopped: ``unlock_unclaimed``). With ``team.worktree_per_task`` an idle teammate asks
 ``ensure_for_task`` before it claims a task: the worktree is created while the task is still
 pending and unowned.
+
+Every process that hosts teammates runs its own Worktrees actor: the runtime, and ``teamctl
+join`` for the teammate it hosts (without the start-up reconcile, which is the runtime's). The
+actors of all processes hold ``.team/worktrees.lock`` for each git write, so their git commands
+never interleave; which worktree belongs to which task is decided under the journal lock
+(docs/ARCHITECTURE.md, "Worktrees").
 """
 
 from __future__ import annotations
@@ -218,8 +224,11 @@ class TaskWorktrees:
     """The Worktrees actor of one runtime (none until ``start``, or when it failed to start)
     and the worktree locks this runtime holds for claims."""
 
-    def __init__(self, root: Path, board: Board, settings: Settings) -> None:
+    def __init__(
+        self, root: Path, board: Board, settings: Settings, *, lock_path: Path | None = None
+    ) -> None:
         self._root = root
+        self._lock_path = lock_path
         self._board = board
         self._settings = settings
         self._handle: WorktreesHandle | None = None
@@ -237,14 +246,14 @@ class TaskWorktrees:
         """``team.worktree_per_task`` is on and the Worktrees actor runs."""
         return self._handle is not None and self._settings.team.worktree_per_task
 
-    def start(self) -> None:
-        """Start the Worktrees actor and report drift; a failure is logged (tasks bound to
-        worktrees then run in the checkout)."""
+    def start(self, *, reconcile: bool = True) -> None:
+        """Start the Worktrees actor and (``reconcile``) report drift; a failure is logged
+        (tasks bound to worktrees then run in the checkout)."""
         from actors.worktrees.actor import WorktreesHandle
 
         try:
-            self._handle = WorktreesHandle.start(self._root, self._board)
-            for drift in self._handle.reconcile().drifts:
+            self._handle = WorktreesHandle.start(self._root, self._board, lock_path=self._lock_path)
+            for drift in self._handle.reconcile().drifts if reconcile else ():
                 log.warning("worktree drift: %s", drift)
         except Exception:
             log.exception("worktrees unavailable: tasks bound to worktrees run in the checkout")

@@ -15,6 +15,18 @@ its role may take (``Board.claim_next``, atomic across processes). When the host
 task (``host.ensure_task_worktree``, while the task is still pending and unowned), then claims
 that very task; if another teammate was faster it tries the next one.
 
+A turn that ends while it still holds its unfinished task (not in the plan protocol) is
+followed by a reminder naming the task (``complete_task``, or ``release_task`` with what blocks
+it), at most ``task_reminders`` times per claim; ending one more turn still holding it releases
+the task (``task.released``, reason ``abandoned``), which this teammate then no longer claims, and
+the ``idle_notification`` says so (its ``task_status`` is always the task's real status).
+
+Stall detection (docs/RELIABILITY.md, "A stalled teammate"): a timer per turn checks every
+``stall_timeout_s`` that a step finished since the last check; if none did (a hung model call or
+tool), and the same tool call (name and input) ``max_repeated_tool_calls`` times in a row (the turn
+is then interrupted), the member becomes ``stalled`` and the lead gets an ``error`` message naming
+it, its task and why. A step that finishes after all, or its next turn, makes it ``working`` again.
+
 Without a task, or while its task needs a plan that is not approved for the current claim, its
 tools run read-only (plan mode): it may read and message, not write files or run commands.
 
@@ -24,7 +36,10 @@ an unfinished task, journals ``shutdown.acknowledged``, answers ``shutdown_respo
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -35,6 +50,7 @@ from actors.messages import UserInput
 from actors.protocols import answer_shutdown
 from actors.runtime.agent_actor import AgentActor, AgentHost
 from actors.services import TeamChannel
+from harness.ports import ToolUseBlock
 from mailboxes.errors import MailboxesError
 
 if TYPE_CHECKING:
@@ -54,6 +70,11 @@ MAX_IDLE_HOOK_ROUNDS = 3
 
 MAX_CLAIM_ATTEMPTS = 8
 """With ``worktree_per_task``: candidates tried in one go before waiting for the next change."""
+
+ABANDONED = "abandoned"
+"""The ``task.released`` reason of a task its teammate kept ending turns without finishing."""
+STALLED = "stalled"
+"""The member status of a teammate whose turn makes no progress or repeats one tool call."""
 
 
 class TeammateHost(AgentHost, TeamChannel, Protocol):
@@ -81,10 +102,25 @@ class TeammateHost(AgentHost, TeamChannel, Protocol):
         False when none could be made (the task is then worked in the checkout)."""
         ...
 
+    def abandoned(self, name: str, task_id: str) -> None:
+        """``name`` released ``task_id`` as abandoned and will not claim it again (the team is
+        idle even while that task waits for another taker)."""
+        ...
+
 
 def claim_tag(task: Task) -> str:
     """How a brief names the claim (a resumed teammate looks for it in its transcript)."""
     return f"task {task.id} (claim {task.epoch})"
+
+
+def reminder(task: Task, n: int, of: int) -> str:
+    """The input that reminds a teammate of the task it ended its turn holding."""
+    return (
+        f"You ended your turn but still hold {claim_tag(task)}: {task.subject}. "
+        f'Finish it and call complete_task with task_id "{task.id}" and a summary, or, if you '
+        "cannot, call release_task with the reason (what blocks you). "
+        f"Reminder {n} of {of}: if you end your turn still holding it, it is released to the board."
+    )
 
 
 def task_brief(task: Task, tasks: dict[str, Task] | Any, cwd: Path) -> str:
@@ -127,13 +163,29 @@ class Teammate(AgentActor):
         generation: int = 0,
         batch_max: int = 50,
         resumed: bool = False,
+        task_reminders: int | None = None,
+        stall_timeout_s: float | None = None,
+        max_repeated_tool_calls: int | None = None,
     ) -> None:
         super().__init__(agent, host, generation=generation, batch_max=batch_max, resumed=resumed)
         self.role = role
         self.lead = lead
         self.hook_runner = hook_runner
         self.idle_timeout_s = idle_timeout_s
-        self.idle_timer = idle_timer
+        self.idle_timer = idle_timer  # also the stall watchdog's timer
+        self.task_reminders = task_reminders
+        self.stall_timeout_s = stall_timeout_s
+        self.max_repeated_tool_calls = max_repeated_tool_calls
+        self._reminded = 0  # reminders given for the current claim
+        self._abandoned: set[str] = set()
+        # The watchdog's state: read and written by the actor and the timer thread.
+        self._watch_lock = threading.Lock()
+        self._steps_done = 0
+        self._watched_turn = 0  # the turn the armed timer is for; 0: none
+        self._cancel_watch: Callable[[], None] | None = None
+        self._stall: str | None = None  # why it is stalled
+        self._last_call: tuple[str, str] | None = None
+        self._repeats = 0
         self.task_id: str | None = None
         self.epoch: int | None = None
         self.status = "starting"
@@ -160,6 +212,7 @@ class Teammate(AgentActor):
 
     def on_stop(self) -> None:
         self._disarm_idle()
+        self._disarm_watch()
         super().on_stop()
 
     def _was_briefed(self, task: Task) -> bool:
@@ -181,6 +234,8 @@ class Teammate(AgentActor):
     def _adopt(self, task: Task) -> None:
         if self.worktree_name is not None and self.worktree_name != task.worktree:
             self._leave_worktree()
+        if (task.id, task.epoch) != (self.task_id, self.epoch):
+            self._reminded = 0
         self.task_id, self.epoch = task.id, task.epoch
         if task.worktree and self.worktree_name != task.worktree:
             path = self.host.worktree(task.worktree, claimed=True)
@@ -214,7 +269,8 @@ class Teammate(AgentActor):
         board = self.host.board
         state = board.refresh()
         held = state.holding(self.name)
-        if held is None and state.ready(self.role, any_role=False):
+        ready = [t for t in state.ready(self.role, any_role=False) if self._may_claim(t)]
+        if held is None and ready:
             # Busy before the claim commits: the runtime never sees a claimed task whose owner
             # still looks idle (is_idle reads the flags again after the board).
             self.host.set_busy(self.name, True)
@@ -235,10 +291,12 @@ class Teammate(AgentActor):
     def _claim_next(self) -> Task | None:
         board = self.host.board
         if not self.host.worktree_per_task:
-            result = board.claim_next(self.name, role=self.role)
+            result = board.claim_next(self.name, role=self.role, accept=self._may_claim)
             return result.task if result.ok else None
         for _ in range(MAX_CLAIM_ATTEMPTS):  # each round, a faster teammate may take the task
-            ready = board.refresh().ready(self.role, any_role=False)
+            ready = [
+                t for t in board.refresh().ready(self.role, any_role=False) if self._may_claim(t)
+            ]
             if not ready:
                 return None
             # If none could be made, the task is still worked (in the root).
@@ -248,6 +306,32 @@ class Teammate(AgentActor):
                 return result.task
         return None
 
+    def _may_claim(self, task: Task) -> bool:
+        return task.id not in self._abandoned
+
+    def _abandon(self, task: Task) -> Task | None:
+        """Release ``task`` (kept unfinished past the reminders); the task as released, or None
+        when the claim had changed meanwhile."""
+        try:
+            with acting_as(self.name):
+                released = self.host.board.release(task.id, self.name, task.epoch, ABANDONED)
+        except TeamError as exc:  # nothing to give back
+            log.info("%s: could not release %s: %s", self.name, task.id, exc)
+            return None
+        self._abandoned.add(task.id)
+        self.host.abandoned(self.name, task.id)
+        return released
+
+    def _unfinished(self, held: Task | None, result: StepResult) -> Task | None:
+        """The task this turn ended holding unfinished, unless it is in the plan protocol (a plan
+        required and not approved yet: the reviewer answers) or the turn was interrupted (a stop,
+        or a stall the lead was told of)."""
+        if held is None or held.id != self.task_id or result.transition == "interrupted":
+            return None
+        if held.status != "in_progress" or (held.plan.required and not held.plan.approved):
+            return None
+        return held
+
     # -- AgentActor hooks ----------------------------------------------------------------------
 
     def on_turn_start(self) -> None:
@@ -255,10 +339,49 @@ class Teammate(AgentActor):
         held = self._held()
         if held is not None and held.id == self.task_id:
             self._sync_mode(held)
+        with self._watch_lock:
+            self._stall = None
+        self._last_call, self._repeats = None, 0
         self._set("working")
+        self._arm_watch()
+
+    def continues_history(self) -> bool:
+        with self._watch_lock:  # a stalled turn was stopped: only new input opens the next
+            return self._stall is None
+
+    def on_step_end(self, result: StepResult) -> None:
+        with self._watch_lock:
+            self._steps_done += 1
+            progressed = result.response is not None and self._stall is not None
+            if progressed:
+                self._stall = None
+        if progressed:  # the hung call or tool returned after all: watched again
+            self._set("working", "progressing again")
+            if not result.done:
+                self._arm_watch()
+        if result.response is None or self.max_repeated_tool_calls is None:
+            return
+        for block in result.response.content:
+            if not isinstance(block, ToolUseBlock):
+                continue
+            call = (block.name, json.dumps(block.input, sort_keys=True, default=str))
+            self._repeats = self._repeats + 1 if call == self._last_call else 1
+            self._last_call = call
+        if self._repeats >= self.max_repeated_tool_calls and not result.done:
+            name = self._last_call[0] if self._last_call else "?"
+            why = f"called {name} with the same input {self._repeats} times in a row"
+            with self._watch_lock:
+                self._stall = why
+            self.agent.interrupt()  # the turn ends at the next step, without a model call
+            self._stalled(why)
 
     def on_turn_end(self, result: StepResult) -> str | None:
+        self._disarm_watch()
         if self._stopping:
+            return None
+        with self._watch_lock:
+            stalled = self._stall is not None
+        if stalled:  # the lead was told; it decides (message it, or request its shutdown)
             return None
         if result.transition == "completed" and self._hook_rounds < MAX_IDLE_HOOK_ROUNDS:
             feedback = self._idle_hook(result.text)
@@ -268,16 +391,34 @@ class Teammate(AgentActor):
         self._hook_rounds = 0
         task_id = self.task_id
         held = self._held()
+        released: Task | None = None
+        unfinished = self._unfinished(held, result)
+        if unfinished is not None and self.task_reminders is not None:
+            if self._reminded < self.task_reminders:
+                self._reminded += 1
+                return reminder(unfinished, self._reminded, self.task_reminders)
+            released = self._abandon(unfinished)
+            held = self.host.board.refresh().holding(self.name)
         status = held.status if held is not None else None
-        if task_id is not None and held is None:
+        if released is not None:  # as released: another teammate may have claimed it since
+            status = released.status
+        elif task_id is not None and held is None:
             done = self.host.board.state.tasks.get(task_id)
             status = done.status if done is not None else None
-        body = {
+        body: dict[str, Any] = {
             "text": result.text,
             "task_id": task_id,
             "task_status": status,
             "transition": result.transition,
         }
+        if released is not None:
+            body["released"] = ABANDONED
+            body["note"] = (
+                f"{self.name} ended {self._reminded + 1} turns without completing {task_id}; "
+                f"it was released and is {status} again (another teammate may claim it)."
+            )
+        elif held is not None and held.status == "in_progress":
+            body["note"] = f"{self.name} still holds {held.id}, in progress (not completed)."
         try:
             self.host.send(self.name, self.lead, "idle_notification", body)
         except (TeamError, MailboxesError) as exc:  # the lead being gone must not crash us
@@ -291,6 +432,9 @@ class Teammate(AgentActor):
             return
         if self._seek_work():
             return
+        with self._watch_lock:
+            if self._stall is not None:  # stays stalled until its next turn
+                return
         held = self._held()
         waiting = held is not None and held.plan.status == "submitted"
         self._set("waiting_plan_approval" if waiting else "idle")
@@ -351,6 +495,77 @@ class Teammate(AgentActor):
         self.dead = True  # no more turns; the host stops the actor
         self.host.set_busy(self.name, False)
         self.host.member_done(self.name, "shutdown")
+
+    # -- stall detection -----------------------------------------------------------------------
+
+    def _arm_watch(self) -> None:
+        if self.stall_timeout_s is None or self.idle_timer is None:
+            return
+        with self._watch_lock:
+            self._arm_watch_locked(self.turn)
+
+    def _arm_watch_locked(self, turn: int) -> None:
+        cancel, self._cancel_watch = self._cancel_watch, None
+        if cancel is not None:
+            cancel()
+        if self.stall_timeout_s is None or self.idle_timer is None:
+            return
+        steps = self._steps_done
+        self._watched_turn = turn
+        self._cancel_watch = self.idle_timer(
+            self.stall_timeout_s, lambda: self._check_progress(turn, steps)
+        )
+
+    def _disarm_watch(self) -> None:
+        with self._watch_lock:
+            self._watched_turn = 0
+            cancel, self._cancel_watch = self._cancel_watch, None
+        if cancel is not None:
+            cancel()
+
+    def _check_progress(self, turn: int, steps: int) -> None:
+        """The watchdog fired (on the timer's thread): stalled when no step finished since it
+        was armed, else armed again for the next period."""
+        try:
+            with self._watch_lock:
+                if self._watched_turn != turn or self.dead or self._stopping:
+                    return
+                if self._steps_done != steps or self._waiting_for_a_person():
+                    self._arm_watch_locked(turn)
+                    return
+                if self._stall is not None:
+                    return
+                timeout = self.stall_timeout_s
+                self._stall = why = f"no progress for {timeout:g} s (a model call or tool hangs)"
+                self._cancel_watch = None  # fired; armed again once a step finishes
+            self._stalled(why)
+        except Exception:  # a timer thread must not die with an exception
+            log.exception("%s: stall check failed", self.name)
+
+    def _waiting_for_a_person(self) -> bool:
+        member = self.host.board.state.members.get(self.name)
+        return member is not None and member.status == "waiting_permission"
+
+    def _stalled(self, why: str) -> None:
+        """Record the stall and tell the lead (from the actor's or the timer's thread)."""
+        self.status = STALLED
+        self.host.set_status(self.name, STALLED, why)
+        held = self.host.board.state.holding(self.name)
+        task = f"{held.id} ({held.status})" if held is not None else "no task"
+        text = (
+            f"{self.name} is stalled: {why}; it holds {task}. Send it a message to continue, "
+            "or stop it with request_shutdown (a person: `teamctl stop "
+            f"{self.name} --force`)."
+        )
+        body = {
+            "text": text,
+            "member": self.name,
+            "task_id": held.id if held is not None else None,
+            "task_status": held.status if held is not None else None,
+            "reason": why,
+        }
+        with contextlib.suppress(TeamError, MailboxesError):  # the lead being gone is no crash
+            self.host.send(self.name, self.lead, "error", body)
 
     # -- idle timeout --------------------------------------------------------------------------
 

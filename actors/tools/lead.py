@@ -83,7 +83,8 @@ class ListTeammatesTool(TeamTool[ListTeammatesInput]):
     name = "list_teammates"
     description = (
         "List team members as JSON: status (starting, working, idle, waiting_plan_approval, "
-        "waiting_permission, stopped, crashed), task, worktree, last activity, tokens used."
+        "waiting_permission, stalled, stopped, crashed), task, worktree, last activity, "
+        "tokens used."
     )
     input_model = ListTeammatesInput
     concurrency_safe = True

@@ -13,13 +13,20 @@ between leaves an unjournaled worktree that ``reconcile`` reports (``unknown``) 
 
 The runtime calls ``lock``/``unlock`` on claim/release and ``commit_all`` on completion (see
 ``WorktreesHandle``). Removal is host-owned: no model tool sends ``RemoveWorktree``.
+
+Several processes may each run a Worktrees actor on one repository (the runtime, ``teamctl join``,
+the ``teamctl worktree`` commands). Given a ``lock_path`` (``.team/worktrees.lock``), an actor
+holds that flock for each message but ``ListWorktrees``, so their git writes never interleave
+either (docs/ARCHITECTURE.md, "Locks").
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -93,8 +100,10 @@ class Worktrees(pykka.ThreadingActor):
         job_running: JobProbe | None = None,
         fault: Fault = fault_from_env,
         git: Git | None = None,
+        lock_path: Path | None = None,
     ) -> None:
         super().__init__()
+        self._lock_path = lock_path
         self._git = git or Git(root)
         self._root = self._git.root
         self._board = board
@@ -108,6 +117,25 @@ class Worktrees(pykka.ThreadingActor):
         self._git.close()
 
     def on_receive(self, message: Any) -> Any:
+        if isinstance(message, ListWorktrees):
+            return self._list(message.include_removed)
+        with self._across_processes():
+            return self._handle(message)
+
+    @contextlib.contextmanager
+    def _across_processes(self) -> Iterator[None]:
+        """Hold ``lock_path`` (flock, exclusive; released by the kernel if we die)."""
+        if self._lock_path is None:
+            yield
+            return
+        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def _handle(self, message: Any) -> Any:
         match message:
             case CreateWorktree(name=name, task_id=task_id, base=base):
                 return self._create(name, task_id, base)
@@ -125,8 +153,6 @@ class Worktrees(pykka.ThreadingActor):
                 return self._commit_all(name, text)
             case Reconcile(prune=prune, repair=repair):
                 return reconcile(self._git, self._board, prune=prune, repair=repair)
-            case ListWorktrees(include_removed=include_removed):
-                return self._list(include_removed)
             case _:
                 raise TypeError(f"Worktrees cannot handle {message!r}")
 

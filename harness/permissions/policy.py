@@ -6,7 +6,8 @@ the rewritten call. Then rules, mode, path confinement and shell analysis
 (``harness.permissions.checks``). A hook's ``ask`` makes an allow into an ask; a hook's ``allow`` only
 answers an ``ask`` that came from the defaults (never a deny, an explicit ask rule, a protected
 path or a command that might match a deny rule). An ``ask`` goes to the approver; without one it
-is denied with a message telling the model why. Nothing here waits without a bound: the approver
+is denied with a message telling the model why, and an approver that raises ``ApprovalRefused``
+denies with its message. Nothing here waits without a bound: the approver
 owns its own timeout.
 
 ``after``: PostToolUse (PostToolUseFailure when the output is an error) hooks; their additional
@@ -37,6 +38,12 @@ log = logging.getLogger(__name__)
 
 Describe = Callable[[ToolUseBlock, ToolContext], PermissionRequest]
 """Rebuilds the permission request for a call whose input a hook rewrote."""
+
+
+class ApprovalRefused(Exception):
+    """Raised by an approver that refused (or could not get an answer): its message says who
+    refused and why, and reaches the model as the denial's reason (not logged as a failure)."""
+
 
 NO_APPROVER = (
     "it needs approval and no approver is attached to this turn, so it was refused. "
@@ -131,6 +138,8 @@ class HarnessPolicy:
             return False, f"{reason}; {NO_APPROVER}"
         try:
             approved = self.approver(request, ctx, reason)
+        except ApprovalRefused as exc:
+            return False, f"{reason}; {exc}"
         except Exception as exc:
             log.warning("approver failed for %s", request.tool, exc_info=True)
             return False, f"{reason}; the approver failed ({exc}), so it was refused"

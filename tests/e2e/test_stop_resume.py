@@ -80,6 +80,11 @@ def _repo(tmp_path: Path) -> Path:
     subprocess.run([*git, "add", "README.md"], cwd=root, check=True)
     subprocess.run([*git, "commit", "-qm", "base"], cwd=root, check=True)
     init_team(root)
+    # The teammates wait for a go holding their tasks: no reminder, no release.
+    settings = root / ".team" / "settings.json"
+    merged = json.loads(settings.read_text())
+    merged["team"]["task_reminders"] = None
+    settings.write_text(json.dumps(merged))
     return root
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from actors.runtime.supervision import DiskWatch, disk_full, probe_space
+from actors.settings import Settings, TeamSettings
 from harness.model.scripted import ScriptedModel
 from mailboxes.errors import WriteFailed
 from mailboxes.maildir import Maildir
@@ -116,7 +117,8 @@ def test_a_full_disk_degrades_the_team_and_it_recovers_losing_nothing(
     root = team_repo(tmp_path)
     model = ScriptedModel(SCRIPT)
     events, disk, timer = Events(), DiskSwitch(), ManualTimer()
-    rt = runtime(root, model, on_event=events, fsync=disk, disk_timer=timer)
+    hold = Settings(team=TeamSettings(task_reminders=None))  # w1 waits for a go, holding task_1
+    rt = runtime(root, model, on_event=events, fsync=disk, disk_timer=timer, settings=hold)
     stop_actors.append(rt)
     rt.start()
     rt.submit("Start")

@@ -138,6 +138,14 @@ def _script(tmp_path: Path, name: str, data: dict[str, Any]) -> str:
     return str(path)
 
 
+def _keep_unfinished_tasks(root: Path) -> None:
+    """Teammates that end their turns holding a task keep it (no reminder, no release)."""
+    path = root / ".team" / "settings.json"
+    settings = json.loads(path.read_text())
+    settings["team"]["task_reminders"] = None
+    path.write_text(json.dumps(settings))
+
+
 def _result(stdout: str) -> dict[str, Any]:
     """The stream-json ``result``: it must be the last line."""
     last: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
@@ -267,6 +275,7 @@ def test_a_finished_run_pauses_the_team_and_resume_continues_it(
     from actors.factory import open_team
 
     root = git_repo(tmp_path, monkeypatch)
+    _keep_unfinished_tasks(root)
     first = run(
         ["run", "--headless", "--script", _script(tmp_path, "a", _TEAM_THAT_WAITS), "start"]
     )
@@ -303,6 +312,7 @@ def test_run_fresh_retires_the_paused_teammates_and_releases_their_claims(
     from actors.factory import open_team
 
     root = git_repo(tmp_path, monkeypatch)
+    _keep_unfinished_tasks(root)
     waits = _script(tmp_path, "a", _TEAM_THAT_WAITS)
     assert run(["run", "--headless", "--script", waits, "start"]).exit_code == 3
     fresh = run(["run", "--fresh", "--headless", "--script", waits, "hello"])

@@ -142,7 +142,8 @@ def test_the_lead_sees_the_team_state_in_its_prompt_on_every_call(
             }
         }
     )
-    rt = runtime(root, model)
+    hold = Settings(team=TeamSettings(task_reminders=None))  # w1 keeps task_1 unfinished
+    rt = runtime(root, model, settings=hold)
     stop_actors.append(rt)
     rt.start()
     rt.board.create("write the parser")

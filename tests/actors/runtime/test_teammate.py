@@ -128,7 +128,13 @@ def test_teammate_idle_hook_exit_2_keeps_it_working_once(
             "w1": {
                 "steps": [
                     {"match": "You now hold task task_1", "text": "I think I am done."},
-                    {"match": "Run the tests before stopping", "text": "Tests pass."},
+                    {
+                        "match": "Run the tests before stopping",
+                        "tool_uses": [
+                            {"name": "complete_task", "input": {"task_id": "task_1"}},
+                        ],
+                    },
+                    {"match": "completed task_1", "text": "Tests pass."},
                 ]
             },
         }

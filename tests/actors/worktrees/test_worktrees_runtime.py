@@ -10,6 +10,7 @@ import pytest
 from actors.runtime.members import default_tools
 from actors.scenarios.run import capabilities
 from actors.services import TeammateSpec
+from actors.settings import Settings, TeamSettings
 from harness.model.scripted import ScriptedModel
 from tests.actors.runtime.runtime_support import runtime, stop_actors
 from tests.actors.worktrees.worktree_support import Env, env, git, make_repo
@@ -17,6 +18,8 @@ from tests.actors.worktrees.worktree_support import Env, env, git, make_repo
 __all__ = ["env", "stop_actors"]
 
 _QUIET = {"agents": {"*": {"rules": [{"match": "(?s).*", "text": "thinking it over"}]}}}
+_HOLD = Settings(team=TeamSettings(task_reminders=None))
+"""The quiet teammates keep the task they end their turns holding (no reminder, no release)."""
 
 
 def _locked(root: Path) -> list[str]:
@@ -47,7 +50,7 @@ def test_a_stopped_teammate_leaves_its_worktree_unlocked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stop_actors: list[Any]
 ) -> None:
     root = make_repo(tmp_path, monkeypatch)
-    rt = runtime(root, ScriptedModel(_QUIET), tools=default_tools, worktrees=True)
+    rt = runtime(root, ScriptedModel(_QUIET), tools=default_tools, worktrees=True, settings=_HOLD)
     stop_actors.append(rt)
     rt.start()
     rt.board.create("hold it")
@@ -77,7 +80,9 @@ def test_worktree_per_task_gives_a_task_assigned_at_spawn_its_own_worktree(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stop_actors: list[Any]
 ) -> None:
     root = make_repo(tmp_path, monkeypatch)
-    (root / ".team" / "settings.json").write_text('{"team": {"worktree_per_task": true}}')
+    (root / ".team" / "settings.json").write_text(
+        '{"team": {"worktree_per_task": true, "task_reminders": null}}'
+    )
     rt = runtime(root, ScriptedModel(_QUIET), tools=default_tools, worktrees=True)
     stop_actors.append(rt)
     rt.start()
