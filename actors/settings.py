@@ -76,6 +76,9 @@ class TeamSettings(_Strict):
     max_repeated_tool_calls: int | None = Field(default=3, ge=2)
     """The same tool call (name and input) this many times in a row stops the teammate's turn,
     marks it ``stalled`` and tells the lead; None = never."""
+    disk_full_grace_s: float | None = Field(default=30.0, gt=0)
+    """Seconds a headless run waits for space after the disk fills up before it stops, the team
+    paused (exit code 5); None = wait like the console does."""
 
 
 class MailboxSettings(_Strict):

@@ -87,7 +87,11 @@ def mcp_group() -> None:
     help="Repository root (default: found from the current folder).",
 )
 def list_command(as_json: bool, root: Path | None) -> None:
-    """Start every configured server and show its status and tools."""
+    """Start every configured server and show its status and tools.
+
+    Exit code 1 when a server failed to start or crashed: the others are still listed, and each
+    failed one gets an ``error:`` line on stderr naming it.
+    """
     from harness.mcp.catalog import McpToolset
     from harness.mcp.tools import hints_text
 
@@ -106,6 +110,7 @@ def list_command(as_json: bool, root: Path | None) -> None:
                 tool["model_name"] = model_names.get((st.name, tool["name"]))
             out.append(data)
         click.echo(json.dumps({"servers": out, "errors": toolset.errors}, indent=2))
+        _exit_on_failed(statuses)
         return
     if not statuses:
         click.echo("No MCP servers configured (.mcp.json or mcpServers in .team/settings.json).")
@@ -113,8 +118,6 @@ def list_command(as_json: bool, root: Path | None) -> None:
     for st in statuses:
         about = f" {st.server_name} {st.server_version}".rstrip() if st.server_name else ""
         click.echo(f"{st.name} ({st.transport}{',' if about else ''}{about}): {st.state}")
-        if st.error:
-            click.echo(f"  error: {st.error}")
         for t in st.tools:
             name = model_names.get((st.name, t.name), f"(refused) {t.name}")
             hints = hints_text(t.annotations)
@@ -123,6 +126,17 @@ def list_command(as_json: bool, root: Path | None) -> None:
     for error in toolset.errors:
         if ": unavailable: " not in error:
             click.echo(f"error: {error}")
+    _exit_on_failed(statuses)
+
+
+def _exit_on_failed(statuses: list[ServerStatus]) -> None:
+    """One ``error:`` line (stderr) per server that failed to start or crashed, then exit 1."""
+    failed = [st for st in statuses if st.state in ("crashed", "failed")]
+    for st in failed:
+        why = f": {st.error}" if st.error else ""
+        click.echo(f"error: MCP server '{st.name}' {st.state}{why}", err=True)
+    if failed:
+        click.get_current_context().exit(1)
 
 
 @mcp_group.command("call")

@@ -58,6 +58,8 @@ EXIT_UNFINISHED = 3
 """The run ended (idle, or ``--timeout``) with tasks pending, blocked or in progress."""
 EXIT_MEMBER_FAILED = 4
 """A member failed for good: a rejected API key (not retried), or no restart left."""
+EXIT_DISK_FULL = 5
+"""Headless: the disk stayed full for ``team.disk_full_grace_s``; the team is paused."""
 EXIT_STOPPED = 130
 """Stopped by the user (Ctrl-C or SIGTERM); the team is paused and ``resume`` continues it."""
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -390,8 +392,11 @@ def _summary(rt: TeamRuntime, *, timed_out: bool = False, stopped: bool = False)
         counts[task.status] = counts.get(task.status, 0) + 1
     unfinished = [t.id for t in state.tasks.values() if t.status not in ("completed", "deleted")]
     failed = rt.failures()
+    disk_full = rt.out_of_space()
     if stopped:
         subtype, code = "error_interrupted", EXIT_STOPPED
+    elif disk_full is not None:  # the cause: a member that failed meanwhile may be its victim
+        subtype, code = "error_disk_full", EXIT_DISK_FULL
     elif failed:
         subtype, code = "error_member_failed", EXIT_MEMBER_FAILED
     elif timed_out:
@@ -408,6 +413,7 @@ def _summary(rt: TeamRuntime, *, timed_out: bool = False, stopped: bool = False)
         "tasks": counts,
         "unfinished": unfinished,
         "failed": failed,
+        **({"disk_full": disk_full} if disk_full is not None else {}),
         "members": {m.name: m.status for m in state.members.values()},
     }
 
@@ -415,6 +421,12 @@ def _summary(rt: TeamRuntime, *, timed_out: bool = False, stopped: bool = False)
 def _report(printer: _Printer, output_format: str, summary: Mapping[str, Any]) -> int:
     """The last line(s) of a run; returns its exit code."""
     code = int(summary["exit_code"])
+    if summary.get("subtype") == "error_disk_full":  # for a person, in either format
+        click.echo(
+            f"error: {safe(summary['disk_full'])} — the team is paused; free space and run "
+            "`teamctl resume`",
+            err=True,
+        )
     if output_format == "stream-json":
         printer(summary)
         return code
@@ -429,6 +441,8 @@ def _report(printer: _Printer, output_format: str, summary: Mapping[str, Any]) -
     elif subtype == "error_member_failed":
         for name, error in summary["failed"].items():
             click.echo(f"error: {name} failed: {error}", err=True)
+    elif subtype == "error_disk_full":
+        return code  # its line above says the team is paused
     if code != EXIT_OK:
         click.echo("the team is paused: `teamctl resume` continues it", err=True)
     return code
@@ -484,6 +498,8 @@ def _run(
         permission_mode=permission_mode,
         fresh=fresh,
         human=desk,
+        # A headless run gives up on a full disk after a grace; the console waits for space.
+        disk_grace_s=None if interactive else settings.team.disk_full_grace_s,
     )
     questions.runtime = rt
     try:
@@ -495,12 +511,17 @@ def _run(
         if prompt:
             rt.submit(prompt)
         if not interactive:
-            # A member that failed for good ends the run at once (nobody would do its part).
-            ended = rt.wait_until(lambda: bool(rt.failures()) or rt.is_idle(), timeout)
+            # A member that failed for good ends the run at once (nobody would do its part),
+            # and so does a disk still full after team.disk_full_grace_s.
+            def ended_early() -> bool:
+                return bool(rt.failures()) or rt.out_of_space() is not None
+
+            ended = rt.wait_until(lambda: ended_early() or rt.is_idle(), timeout)
             if announcer is not None:
                 announcer.flush(rt.board.refresh())
             summary = _summary(rt, timed_out=not ended)
-            rt.stop("member_failed" if summary["failed"] else "run_ended")
+            why = {"error_disk_full": "disk_full", "error_member_failed": "member_failed"}
+            rt.stop(why.get(summary["subtype"], "run_ended"))
             return _report(printer, output_format, summary)  # last: after the stop's events
         _console(rt, feed, questions)
         rt.stop("quit")

@@ -129,6 +129,7 @@ class TeamRuntime:
         cron_clock: ClockPort | None = None,
         cron_timer: TimerFactory | None = None,
         disk_timer: Timer = thread_timer,
+        disk_grace_s: float | None = None,
         fsync: Fsync | None = None,
     ) -> None:
         self.team: Team = open_team(root, actor="runtime", fsync=fsync)
@@ -194,6 +195,7 @@ class TeamRuntime:
             team_dir=team.repo.team_dir,
             fsync=fsync,
             disk_timer=disk_timer,
+            disk_grace_s=disk_grace_s,
         )
         builder = MemberBuilder(
             root=team.repo.root,
@@ -351,6 +353,11 @@ class TeamRuntime:
         """The members that failed for good in this run (``name -> error``): no restart left,
         or one that cannot help (a rejected API key)."""
         return self.supervision.failed_for_good()
+
+    def out_of_space(self) -> str | None:
+        """Why this run gives up on a full disk (degraded for ``disk_grace_s``; a headless run
+        then stops, pausing the team), or None."""
+        return self.supervision.out_of_space()
 
     def stop(self, reason: str = "runtime_exit") -> None:
         """Stop everything this runtime started (idempotent). Every member still hosted is

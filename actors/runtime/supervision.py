@@ -15,6 +15,9 @@ crash of the member that hit it: the member is kept (claim, lease, restarts), th
 degraded (one event, one log line) and stops starting model calls, and ``DiskWatch`` probes for
 space with a timer (1, 2, then every 5 s) until a small write + fsync succeeds; then the stalled
 members come back from their transcripts and the parked ones make their held-back model call.
+With a grace period (``disk_grace_s``: a headless run, ``team.disk_full_grace_s``) a disk still
+full that long later is given up on: ``out_of_space`` names it and the run stops, pausing the
+team (docs/RELIABILITY.md, "Damage you can survive").
 """
 
 from __future__ import annotations
@@ -175,7 +178,8 @@ class DiskWatch:
     """Degraded or not; while degraded, probes for space on a bounded backoff timer.
 
     ``on_enter(reason)`` runs once when it goes degraded, ``on_recover()`` once when a probe
-    succeeds (both outside the lock, from the caller's / the timer's thread)."""
+    succeeds (both outside the lock, from the caller's / the timer's thread). With ``grace_s``,
+    ``on_expire(reason)`` runs once when it is still degraded ``grace_s`` after going degraded."""
 
     def __init__(
         self,
@@ -185,8 +189,13 @@ class DiskWatch:
         on_enter: Callable[[str], None],
         on_recover: Callable[[], None],
         backoff_s: Sequence[float] = BACKOFF_S,
+        grace_s: float | None = None,
+        on_expire: Callable[[str], None] | None = None,
     ) -> None:
         self._probe = probe
+        self._grace_s = grace_s
+        self._on_expire = on_expire
+        self._episode = 0
         self._timer = timer
         self._on_enter = on_enter
         self._on_recover = on_recover
@@ -208,9 +217,21 @@ class DiskWatch:
             if self._active or self._closed:
                 return False
             self._active, self.reason, self._attempt = True, reason, 0
+            self._episode += 1
             self._schedule()
+            if self._grace_s is not None and self._on_expire is not None:
+                episode = self._episode
+                self._timer(self._grace_s, lambda: self._expired(episode))
         self._on_enter(reason)
         return True
+
+    def _expired(self, episode: int) -> None:
+        with self._lock:
+            if not self._active or self._closed or episode != self._episode:
+                return  # space came back meanwhile (or the runtime stops)
+            reason = self.reason
+        if self._on_expire is not None:
+            self._on_expire(reason)
 
     def _schedule(self) -> None:
         delay = self._backoff[min(self._attempt, len(self._backoff) - 1)]
@@ -264,6 +285,7 @@ class Supervision:
         team_dir: Path,
         fsync: Fsync | None,
         disk_timer: Timer,
+        disk_grace_s: float | None = None,
     ) -> None:
         self._members = members
         self._roster = roster
@@ -277,12 +299,15 @@ class Supervision:
         self._supervising: set[str] = set()
         self._down: dict[str, str] = {}
         self._ref: pykka.ActorRef[Supervisor] | None = None
+        self._out_of_space: str | None = None
         probe_dir, sync = team_dir, fsync or os.fsync
         self._disk = DiskWatch(
             probe=lambda: probe_space(probe_dir, fsync=sync),
             timer=disk_timer,
             on_enter=self._degraded,
             on_recover=self._recovered,
+            grace_s=disk_grace_s,
+            on_expire=self._gave_up_on_space,
         )
 
     def start(self) -> None:
@@ -331,6 +356,11 @@ class Supervision:
     def paused(self) -> bool:
         """Degraded: no member starts a model call."""
         return self._disk.active
+
+    def out_of_space(self) -> str | None:
+        """Why the disk was given up on (still full ``disk_grace_s`` after it filled up), or
+        None: the run should stop, pausing the team."""
+        return self._out_of_space
 
     def storage_failed(self, name: str, error: str, generation: int) -> None:
         """A write of ``name``'s incarnation failed for lack of space (rolled back): not a crash
@@ -398,6 +428,11 @@ class Supervision:
     def _degraded(self, reason: str) -> None:
         log.warning("team runtime degraded: %s; model calls paused until space returns", reason)
         self._events.emit({"type": "degraded", "reason": reason})
+        self._roster.notify()
+
+    def _gave_up_on_space(self, reason: str) -> None:
+        log.warning("no space came back: %s", reason)
+        self._out_of_space = reason
         self._roster.notify()
 
     def _recovered(self) -> None:

@@ -46,7 +46,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from actors.board.board import acting_as
 from actors.errors import TeamError
-from actors.messages import UserInput
 from actors.protocols import answer_shutdown
 from actors.runtime.agent_actor import AgentActor, AgentHost
 from actors.services import TeamChannel
@@ -206,7 +205,9 @@ class Teammate(AgentActor):
                 self._adopt(held)  # a resumed claim: continue it, reminded of what it holds
                 brief = task_brief(held, self.host.board.state.tasks, self.agent.cwd)
                 note = f"You were restarted and still hold this task.\n{brief}"
-                self.actor_ref.tell(UserInput(text=note))
+                # Opened here, not told to ourselves: the member is busy before the host's
+                # start wake, so a headless resume cannot find the team idle in between.
+                self.start_turn(note)
         except Exception as exc:  # reported, never raised in a hook
             self.fail(f"{type(exc).__name__}: {exc}")
 

@@ -3,17 +3,20 @@ in subprocesses, waits on journal changes (no sleeps), and the nothing-lost orac
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from actors.factory import open_team
+from harness.model.fakeapi import FakeMessagesServer
 from mailboxes.journal.frame import check_journal
 from mailboxes.journal.store import FileJournal
 from mailboxes.watch import FileWatcher
@@ -79,11 +82,19 @@ def write_script(path: Path, script: dict[str, Any]) -> Path:
     return path
 
 
-def teamctl(root: Path, *args: str, script: Path | None = None, **kw: Any) -> subprocess.Popen[str]:
-    """Start ``teamctl ARGS`` in ``root`` (scripted model when ``script`` is given)."""
+def teamctl(
+    root: Path,
+    *args: str,
+    script: Path | None = None,
+    env_extra: dict[str, str] | None = None,
+    **kw: Any,
+) -> subprocess.Popen[str]:
+    """Start ``teamctl ARGS`` in ``root`` (scripted model when ``script`` is given; ``env_extra``
+    adds variables, e.g. those of ``model_env``)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "TEAMCTL_"))}
     if script is not None:
         env["TEAMCTL_SCRIPT"] = str(script)
+    env.update(env_extra or {})
     return subprocess.Popen(
         [TEAMCTL, *args],
         cwd=root,
@@ -93,6 +104,28 @@ def teamctl(root: Path, *args: str, script: Path | None = None, **kw: Any) -> su
         text=True,
         **kw,
     )
+
+
+@contextlib.contextmanager
+def model_env(script: Path, *, via_api: bool) -> Iterator[ModelEnv]:
+    """The environment that gives ``teamctl`` the scripted model of ``script``: in its own process
+    (``TEAMCTL_SCRIPT``), or with ``via_api`` through the real ``anthropic`` SDK against the local
+    fake Messages API serving ``script`` on loopback (per agent, by the ``x-teamctl-agent``
+    header) for as long as the context lasts."""
+    if not via_api:
+        yield ModelEnv({"TEAMCTL_SCRIPT": str(script)}, None)
+        return
+    with FakeMessagesServer(script) as server:
+        yield ModelEnv(
+            {"ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": "test-key"}, server
+        )
+
+
+@dataclass(frozen=True)
+class ModelEnv:
+    env: dict[str, str]
+    server: FakeMessagesServer | None
+    """The fake API (None for the in-process scripted model)."""
 
 
 def wait_journal(root: Path, predicate: Callable[[list[Any]], bool], timeout: float) -> bool:

@@ -5,6 +5,10 @@ stopped in the middle of a team run by Ctrl-C, SIGTERM or ``/quit``; then ``team
 The first run's teammates claim a task each and end their turn without finishing it ("waiting for
 a go"), so the run is still going (two ready tasks left) when the test stops it: that moment is
 read from the run's own output, never from a timer. The resume's script finishes every brief.
+
+Each case runs twice: with the scripted model inside ``teamctl`` (``TEAMCTL_SCRIPT``), and with
+``teamctl`` talking through the real ``anthropic`` SDK to the local fake Messages API on loopback
+(``ANTHROPIC_BASE_URL``), as against an Anthropic-compatible server.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Any
 import pytest
 
 from actors.factory import init_team, open_team
-from tests.e2e.team_support import TEAMCTL, oracle, teamctl, write_script
+from tests.e2e.team_support import TEAMCTL, ModelEnv, model_env, oracle, teamctl, write_script
 from tests.support.oracle import check_repository
 
 SUBJECTS = ("one", "two", "three", "four")
@@ -92,9 +96,9 @@ class Terminal:
     """``teamctl ARGS`` on a pseudo-terminal (its controlling terminal, so Ctrl-C is a SIGINT
     from the line discipline, as at a keyboard); its output read line by line."""
 
-    def __init__(self, root: Path, args: list[str], script: Path) -> None:
+    def __init__(self, root: Path, args: list[str], model: dict[str, str]) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "TEAMCTL_"))}
-        env["TEAMCTL_SCRIPT"] = str(script)
+        env.update(model)
         env["COLUMNS"] = "200"
         pid, fd = pty.fork()
         if pid == 0:  # the child: exec at once
@@ -173,9 +177,17 @@ def _both_waiting_text(lines: list[str]) -> bool:
     )
 
 
+def _agents_served(model: ModelEnv) -> set[str]:
+    """The agents whose model calls reached the fake API (every one answered from the script)."""
+    assert model.server is not None
+    assert model.server.script_errors == []
+    return {r.agent for r in model.server.requests}
+
+
+@pytest.mark.parametrize("via", ["script", "api"])
 @pytest.mark.parametrize("how", ["ctrl-c", "sigterm", "quit"])
 def test_stopping_a_team_run_midway_then_resume_finishes_every_task_exactly_once(
-    tmp_path: Path, how: str
+    tmp_path: Path, how: str, via: str
 ) -> None:
     root = _repo(tmp_path)
     first = write_script(tmp_path / "first.yaml", FIRST_RUN)
@@ -183,18 +195,21 @@ def test_stopping_a_team_run_midway_then_resume_finishes_every_task_exactly_once
         args = ["run", "Build four things"]
     else:
         args = ["run", "--headless", "--output-format", "stream-json", "Build four things"]
-    term = Terminal(root, args, first)
-    try:
-        term.read_until(_both_waiting_text if how == "quit" else _both_waiting_json)
-        if how == "ctrl-c":
-            term.type(b"\x03")  # the terminal's interrupt character: SIGINT to the run
-        elif how == "sigterm":
-            os.kill(term.pid, signal.SIGTERM)
-        else:
-            term.type(b"/quit\n")
-        code = term.finish()
-    finally:
-        term.kill()
+    with model_env(first, via_api=via == "api") as model:
+        term = Terminal(root, args, model.env)
+        try:
+            term.read_until(_both_waiting_text if how == "quit" else _both_waiting_json)
+            if how == "ctrl-c":
+                term.type(b"\x03")  # the terminal's interrupt character: SIGINT to the run
+            elif how == "sigterm":
+                os.kill(term.pid, signal.SIGTERM)
+            else:
+                term.type(b"/quit\n")
+            code = term.finish()
+        finally:
+            term.kill()
+        if via == "api":
+            assert _agents_served(model) == {"lead", "w1", "w2"}
     expected = {"ctrl-c": 130, "sigterm": 130, "quit": 0}[how]
     assert code == expected, term.text()
     if how != "quit":
@@ -221,13 +236,18 @@ def test_stopping_a_team_run_midway_then_resume_finishes_every_task_exactly_once
     assert check_repository(root) == []
 
     resume = write_script(tmp_path / "resume.yaml", RESUME)
-    proc = teamctl(root, "resume", "--headless", "--output-format", "stream-json", script=resume)
-    try:
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    with model_env(resume, via_api=via == "api") as model:
+        proc = teamctl(
+            root, "resume", "--headless", "--output-format", "stream-json", env_extra=model.env
+        )
+        try:
+            out, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        if via == "api":
+            assert {"w1", "w2"} <= _agents_served(model), err
     assert proc.returncode == 0, err
     lines = [json.loads(line) for line in out.splitlines()]
     resumed = next(e for e in lines if e["type"] == "resumed")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,11 @@ from tests.harness.mcp_servers import basic_server
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"basic": basic_server()}}))
+    # "dead" is a real stdio server process that exits at once (status 3), before any handshake.
+    dead = {"command": sys.executable, "args": ["-c", "import sys; sys.exit(3)"]}
+    (tmp_path / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"basic": basic_server(), "dead": dead}})
+    )
     (tmp_path / ".team").mkdir()
     (tmp_path / ".team" / "settings.json").write_text(
         json.dumps({"mcpServers": {"broken": basic_server("--crash-on-start")}})
@@ -22,23 +27,43 @@ def repo(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_list_shows_servers_status_and_tools(repo: Path) -> None:
+def test_list_shows_every_server_and_exits_1_naming_each_crashed_one(repo: Path) -> None:
     result = CliRunner().invoke(mcp_group, ["list", "--root", str(repo)])
-    assert result.exit_code == 0, result.output
-    lines = result.output.splitlines()
+    assert result.exit_code == 1, result.output
+    lines = result.stdout.splitlines()
     assert "basic (stdio, test-basic 1.2.3): ready" in lines
     assert "  mcp__basic__echo [read-only, not destructive]  Return the text unchanged." in lines
     assert "broken (stdio): crashed" in lines
-    assert any("configuration broken" in line for line in lines)
+    assert "dead (stdio): crashed" in lines
+    errors = result.stderr.splitlines()
+    assert [e.split(":", 1)[0] for e in errors] == ["error", "error"], errors
+    assert errors[0].startswith("error: MCP server 'broken' crashed: ")
+    assert "configuration broken" in errors[0]
+    assert errors[1].startswith("error: MCP server 'dead' crashed")
 
 
 def test_list_json(repo: Path) -> None:
     result = CliRunner().invoke(mcp_group, ["list", "--json", "--root", str(repo)])
-    assert result.exit_code == 0, result.output
-    data = json.loads(result.output)
+    assert result.exit_code == 1, result.output
+    data = json.loads(result.stdout)  # stdout stays exactly JSON; the errors go to stderr
     basic = next(s for s in data["servers"] if s["name"] == "basic")
     add = next(t for t in basic["tools"] if t["name"] == "add")
     assert add["model_name"] == "mcp__basic__add"
+    assert {s["name"]: s["state"] for s in data["servers"]} == {
+        "basic": "ready",
+        "broken": "crashed",
+        "dead": "crashed",
+    }
+    assert [e.split("'")[1] for e in result.stderr.splitlines()] == ["broken", "dead"]
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_list_exits_0_when_every_server_started(tmp_path: Path, as_json: bool) -> None:
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"basic": basic_server()}}))
+    args = ["list", "--root", str(tmp_path), *(["--json"] if as_json else [])]
+    result = CliRunner().invoke(mcp_group, args)
+    assert (result.exit_code, result.stderr) == (0, ""), result.output
+    assert "basic" in result.stdout
 
 
 def test_call_prints_the_result_and_exits_1_on_a_tool_error(
@@ -58,7 +83,7 @@ def test_call_prints_the_result_and_exits_1_on_a_tool_error(
     [
         (["call", "basic", "add", "{oops"], "not valid JSON"),
         (["call", "basic", "add", "[1]"], "must be a JSON object"),
-        (["call", "ghost", "x"], "unknown MCP server 'ghost'; configured: basic, broken"),
+        (["call", "ghost", "x"], "unknown MCP server 'ghost'; configured: basic, broken, dead"),
     ],
 )
 def test_call_errors_are_one_line(repo: Path, args: list[str], needle: str) -> None:

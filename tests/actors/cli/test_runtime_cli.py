@@ -329,3 +329,24 @@ def test_run_fresh_retires_the_paused_teammates_and_releases_their_claims(
     assert stopped == [("w1", "fresh")]
     transcript = (root / ".team" / "transcripts" / "lead.jsonl").read_text()
     assert "new_session" in transcript  # the lead started a new conversation
+
+
+def test_resume_continues_a_held_task_with_no_mail_to_wake_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the restart reminder opens the paused teammate's turn: the headless resume must not
+    find the team idle before it (the reminder once came as a message the actor sent itself)."""
+    from actors.factory import open_team
+
+    root = git_repo(tmp_path, monkeypatch)
+    _keep_unfinished_tasks(root)
+    first = run(
+        ["run", "--headless", "--script", _script(tmp_path, "a", _TEAM_THAT_WAITS), "start"]
+    )
+    assert first.exit_code == 3, first.output
+    again = run(["resume", "--headless", "--script", _script(tmp_path, "b", _TEAM_THAT_FINISHES)])
+    assert again.exit_code == 0, again.output
+    assert "w1 (paused, on task_1)" in again.stdout
+    with open_team(root) as team:
+        kinds = [e.type for e in team.journal.read_from(1) if e.type.startswith("task.")]
+    assert kinds == ["task.created", "task.claimed", "task.completed"]
