@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -66,6 +67,9 @@ __all__ = ["Teammate", "TeammateHost", "task_brief"]
 
 MAX_IDLE_HOOK_ROUNDS = 3
 """A TeammateIdle hook may send the teammate back to work this many times in a row."""
+
+_APPROVED = re.compile(r'\napprove: true\n(?:feedback: .*\n)?request_id: "([^"]+)"')
+"""The fields of an approving ``plan_approval_response`` in the model's input."""
 
 MAX_CLAIM_ATTEMPTS = 8
 """With ``worktree_per_task``: candidates tried in one go before waiting for the next change."""
@@ -177,6 +181,7 @@ class Teammate(AgentActor):
         self.max_repeated_tool_calls = max_repeated_tool_calls
         self._reminded = 0  # reminders given for the current claim
         self._abandoned: set[str] = set()
+        self._approvals_read: set[str] = set()  # plan requests whose approval reached the model
         # The watchdog's state: read and written by the actor and the timer thread.
         self._watch_lock = threading.Lock()
         self._steps_done = 0
@@ -202,6 +207,7 @@ class Teammate(AgentActor):
             self.host.board.refresh()
             held = self.host.board.state.holding(self.name)
             if held is not None and self.resumed and self._was_briefed(held):
+                self._approvals_read.update(self._approvals_in_transcript())
                 self._adopt(held)  # a resumed claim: continue it, reminded of what it holds
                 brief = task_brief(held, self.host.board.state.tasks, self.agent.cwd)
                 note = f"You were restarted and still hold this task.\n{brief}"
@@ -224,6 +230,17 @@ class Teammate(AgentActor):
             if message.role == "user"
             for block in message.content
         )
+
+    def _approvals_in_transcript(self) -> set[str]:
+        """Plan requests whose approval (a ``plan_approval_response``, as ``format_envelope``
+        writes it) is in the conversation of a resumed teammate."""
+        texts = (
+            getattr(block, "text", "")
+            for message in self.agent.messages
+            if message.role == "user"
+            for block in message.content
+        )
+        return {rid for text in texts for rid in _APPROVED.findall(text)}
 
     def _set(self, status: str, reason: str = "") -> None:
         if status != self.status:
@@ -329,9 +346,21 @@ class Teammate(AgentActor):
         or a stall the lead was told of)."""
         if held is None or held.id != self.task_id or result.transition == "interrupted":
             return None
-        if held.status != "in_progress" or (held.plan.required and not held.plan.approved):
+        if held.status != "in_progress" or not self._plan_settled(held):
             return None
         return held
+
+    def _plan_settled(self, task: Task) -> bool:
+        """No plan is needed, or its approval has reached this teammate: the review is journaled
+        before its message is sent (docs/ARCHITECTURE.md, "Protocols"), so a turn can end with
+        the board showing the plan approved before the teammate was told; that turn is still
+        waiting for the reviewer, not holding its task unfinished."""
+        plan = task.plan
+        if not plan.required:
+            return True
+        if not plan.approved:
+            return False
+        return plan.request_id is None or plan.request_id in self._approvals_read
 
     # -- AgentActor hooks ----------------------------------------------------------------------
 
@@ -451,6 +480,11 @@ class Teammate(AgentActor):
                 self._sync_mode(held)
 
     def take_mail(self, batch: list[Envelope]) -> list[Envelope]:
+        self._approvals_read.update(
+            str(e.body.get("request_id"))
+            for e in batch
+            if e.type == "plan_approval_response" and e.body.get("approve") is True
+        )
         shutdown = next((e for e in batch if e.type == "shutdown_request"), None)
         if shutdown is None:
             return batch

@@ -284,3 +284,56 @@ def test_a_hung_model_call_marks_the_teammate_stalled_until_it_returns(
     assert rt.wait_idle(timeout=30)
     statuses = [s["status"] for s in _journal(root, "member.status_changed") if s["name"] == "w1"]
     assert statuses[-3:] == ["stalled", "working", "idle"]
+
+
+class ApprovingModel:
+    """A scripted model that, on w1's first call, submits and approves w1's plan on the board
+    only: the review is journaled and its message not sent yet, as between ``review_plan``'s
+    journal write and its send."""
+
+    def __init__(self, inner: ScriptedModel) -> None:
+        self.inner = inner
+        self.board: Any = None
+        self.review: Any = None
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        if request.agent == "w1" and self.review is None:
+            from actors.board import protocols as bp
+
+            req = bp.submit_plan(self.board, "w1", "the plan")
+            self.review = bp.review_plan(self.board, req.request_id, True, reviewer="lead")
+        return self.inner.complete(request)
+
+
+def test_a_turn_ending_before_the_plan_approval_reached_the_teammate_is_not_reminded(
+    tmp_path: Path, stop_actors: list[Any]
+) -> None:
+    from actors.protocols import notify_review
+
+    root = team_repo(tmp_path)
+    script = {
+        "agents": {
+            "lead": {"rules": LEAD_RULES},
+            "w1": {
+                "rules": [
+                    {"match": r"plan for (?P<id>task_1) was approved", "tool_uses": [COMPLETE]},
+                    {"match": "completed task_1", "text": "Done."},
+                    {"match": "(?s).", "text": "OK.", "priority": -1},
+                ]
+            },
+        }
+    }
+    model = ApprovingModel(ScriptedModel(script))
+    rt = runtime(root, model, settings=Settings(team=TeamSettings(task_reminders=1)))
+    model.board = rt.board
+    stop_actors.append(rt)
+    rt.start()
+    rt.board.create("first", plan_required=True)
+    rt.services.spawn_teammate(TeammateSpec(name="w1", task_id="task_1"), by="lead")
+    assert rt.wait_until(lambda: model.review is not None, 30)
+    assert rt.wait_idle(timeout=30)  # w1 ended its turn, its plan approved but not yet told
+    assert _journal(root, "task.released") == []
+    notify_review(rt.services, model.review)  # the approval's message arrives only now
+    assert rt.wait_until(lambda: rt.board.refresh().tasks["task_1"].status == "completed", 30)
+    assert rt.wait_idle(timeout=30)
+    assert _journal(root, "task.released") == []
