@@ -26,6 +26,7 @@ from actors.board.rules import fence
 from actors.board.state import PlanRequest, Task, TeamState
 from actors.errors import StaleEpoch, TeamError, UnknownMember
 from mailboxes.events import (
+    Event,
     EventDraft,
     PermissionDecided,
     PermissionRequested,
@@ -267,14 +268,22 @@ def decide_permission(
     return PermissionAnswer(request_id, stored.decision, stored.by, stored.reason, first)
 
 
-def pending_permissions(store: EventStore) -> list[PermissionRequested]:
-    """Permission requests in the journal with no decision yet, oldest first."""
-    open_: dict[str, PermissionRequested] = {}
+def open_permission_events(store: EventStore) -> list[Event]:
+    """The ``permission.requested`` events with no decision yet, oldest first."""
+    open_: dict[str, Event] = {}
     for event in store.read_from(1):
         if event.type == "permission.requested":
-            body = payload(event)
-            assert isinstance(body, PermissionRequested)
-            open_[body.request_id] = body
+            open_[str(event.data.get("request_id"))] = event
         elif event.type == "permission.decided":
             open_.pop(str(event.data.get("request_id")), None)
     return list(open_.values())
+
+
+def pending_permissions(store: EventStore) -> list[PermissionRequested]:
+    """Permission requests in the journal with no decision yet, oldest first."""
+    out = []
+    for event in open_permission_events(store):
+        body = payload(event)
+        assert isinstance(body, PermissionRequested)
+        out.append(body)
+    return out

@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # the runtime imports are inside the functions: `teamctl --he
 
     from harness.model.backoff import ModelWait
     from harness.ports import Clock, ModelClient
-    from harness.tools.base import Approver, ToolPolicy
+    from harness.tools.base import Approver, PermissionRequest, ToolContext, ToolPolicy
 
 
 def find_repo_root(start: Path) -> Path:
@@ -81,45 +81,20 @@ def console_approver(request: Any, ctx: Any, reason: str) -> bool:
     return click.confirm(f"Allow {what}? {reason}".strip(), default=False, err=True)
 
 
-def _shown_target(request: Any, root: Path | None) -> str:
-    """The call's target; a path inside ``root`` relative to it (as rules write it)."""
-    target = str(request.target or "")
-    if root is not None and request.kind in ("read", "write") and Path(target).is_absolute():
-        try:
-            return Path(target).relative_to(root).as_posix()
-        except ValueError:
-            return target
-    return target
-
-
-def allow_hint(request: Any, root: Path | None = None) -> str:
-    """How to allow ``request`` without a person: the flag or the settings rule."""
-    target = _shown_target(request, root)
-    if request.kind == "write":
-        rule = f"Edit({target})" if target else "Edit"
-        return (
-            f"run with `--permission-mode acceptEdits`, or add {json.dumps(rule)} to "
-            "permissions.allow in .team/settings.json"
-        )
-    if request.tool == "bash" and target.split():
-        rule = f"Bash({target.split()[0]}:*)"
-    else:
-        rule = request.tool
-    return (
-        f"add {json.dumps(rule)} to permissions.allow in .team/settings.json (or run with "
-        "`--permission-mode bypassPermissions`)"
-    )
-
-
-def refusing_approver(request: Any, ctx: Any, reason: str) -> bool:
+def refusing_approver(request: PermissionRequest, ctx: ToolContext, reason: str) -> bool:
     """The approver when stdin is not a terminal: nobody can answer, so the call is refused,
     and the human is told on stderr why and how to allow it."""
-    root = getattr(ctx, "root", None)
-    target = _shown_target(request, root)
+    from actors.runtime.permission_requests import allow_hint, shown_target
+    from teamctl_base.text import safe
+
+    root = ctx.root
+    target = shown_target(request, root)
     what = f"{request.tool}({target})" if target else request.tool
     click.echo(
-        f"teamctl ask: refused {what}: {reason}; nobody can approve it (stdin is not a "
-        f"terminal): {allow_hint(request, root)}",
+        safe(
+            f"teamctl ask: refused {what}: {reason}; nobody can approve it (stdin is not a "
+            f"terminal): {allow_hint(request, root)}"
+        ),
         err=True,
     )
     return False

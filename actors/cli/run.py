@@ -44,13 +44,14 @@ from actors.cli.common import echo_json_line
 from teamctl_base.text import one_line, safe
 
 if TYPE_CHECKING:
-    from actors.board.state import TeamState
+    from actors.board.state import PlanRequest, TeamState
     from actors.live.snapshot import ApprovalRow, Snapshot
     from actors.runtime.permission_requests import HumanAsk, HumanDesk
     from actors.runtime.runtime import TeamRuntime
     from actors.scenarios.demo import LiveFeed
     from harness.settings import PermissionMode
     from harness.tools.base import AccessKind
+    from mailboxes.events import PermissionRequested
 
 EXIT_OK = 0
 """The team finished: idle, and every task completed (or there were none)."""
@@ -643,32 +644,36 @@ class _Questions:
             fresh = [row for row in rows if row.request_id not in self._seen]
             if not fresh:
                 return
-            details = self._details()
+            asks, plans = self._details()
             for row in fresh:
                 self._seen.add(row.request_id)
-                self._show(row, details)
+                self._show(row, asks, plans)
 
-    def _details(self) -> dict[str, Any]:
-        """Request id → the journaled permission request or plan request."""
+    def _details(self) -> tuple[dict[str, PermissionRequested], dict[str, PlanRequest]]:
+        """The journaled permission requests and plan requests still open, by request id."""
         from actors.board.protocols import pending_permissions
 
         rt = self.runtime
         if rt is None:
-            return {}
-        out: dict[str, Any] = {p.request_id: p for p in pending_permissions(rt.team.journal)}
-        out.update(rt.board.refresh().plan_requests)
-        return out
+            return {}, {}
+        asks = {p.request_id: p for p in pending_permissions(rt.team.journal)}
+        return asks, dict(rt.board.refresh().plan_requests)
 
-    def _show(self, row: ApprovalRow, details: Mapping[str, Any]) -> None:
+    def _show(
+        self,
+        row: ApprovalRow,
+        asks: Mapping[str, PermissionRequested],
+        plans: Mapping[str, PlanRequest],
+    ) -> None:
         from actors.runtime.permission_requests import session_rule, shown_target
         from harness.tools.base import PermissionRequest
 
-        found = details.get(row.request_id)
         if row.kind == "plan":
             if self._all_plans:
                 self.decide(row.request_id, "always")
                 return
-            plan = getattr(found, "plan", None) or ""
+            found_plan = plans.get(row.request_id)
+            plan = (found_plan.plan if found_plan is not None else None) or ""
             self._open[row.request_id] = _Question(row, "")
             self.printer.line(
                 safe(f"? {row.request_id}  {row.agent} submitted a plan for {row.about}:")
@@ -678,7 +683,8 @@ class _Questions:
                 " · other text = reject with it as feedback"
             )
             return
-        data = dict(getattr(found, "input", {}) or {})
+        found = asks.get(row.request_id)
+        data = dict(found.input if found is not None else {})
         paths = tuple(str(x) for x in data.get("paths") or ())
         target = str(data.get("target") or ", ".join(paths) or "")
         kind = str(data.get("kind") or "other")
@@ -688,7 +694,7 @@ class _Questions:
         if self.runtime is not None:
             target = shown_target(request, self.runtime.repo_root)
         self._open[row.request_id] = _Question(row, rule)
-        reason = getattr(found, "reason", "") or ""
+        reason = found.reason if found is not None else ""
         what = f"{row.about} on {target}" if target else row.about
         self.printer.line(
             safe(f"? {row.request_id}  {row.agent} asks to use {what}: {reason}")

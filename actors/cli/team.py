@@ -44,26 +44,25 @@ def _pending(team: Team, state: TeamState) -> list[dict[str, Any]]:
     with no decision) and submitted plans. ``waiting_s``: since when they wait."""
     import time
 
-    asks: dict[str, dict[str, Any]] = {}
-    for event in team.journal.read_from(1):
-        rid = str(event.data.get("request_id", ""))
-        if event.type == "permission.requested":
-            data = event.data.get("input") or {}
-            target = data.get("target") or ", ".join(data.get("paths") or ())
-            root = str(team.repo.root) + "/"
-            if isinstance(target, str) and target.startswith(root):
-                target = target[len(root) :]
-            what = f"{event.data.get('tool')} {target}".strip()
-            asks[rid] = {
-                "request_id": rid,
+    from actors.board.protocols import open_permission_events
+
+    root = str(team.repo.root) + "/"
+    asks: list[dict[str, Any]] = []
+    for event in open_permission_events(team.journal):
+        data = event.data.get("input") or {}
+        target = data.get("target") or ", ".join(data.get("paths") or ())
+        if isinstance(target, str) and target.startswith(root):
+            target = target[len(root) :]
+        asks.append(
+            {
+                "request_id": str(event.data.get("request_id", "")),
                 "kind": "permission",
                 "who": event.data.get("agent"),
-                "what": what,
+                "what": f"{event.data.get('tool')} {target}".strip(),
                 "since": event.ts,
             }
-        elif event.type == "permission.decided":
-            asks.pop(rid, None)
-    plans = [
+        )
+    plans: list[dict[str, Any]] = [
         {
             "request_id": r.request_id,
             "kind": "plan",
@@ -75,7 +74,7 @@ def _pending(team: Team, state: TeamState) -> list[dict[str, Any]]:
         if r.status == "submitted"
     ]
     now = time.time()
-    rows = sorted([*asks.values(), *plans], key=lambda row: row["since"])
+    rows = sorted([*asks, *plans], key=lambda row: row["since"])
     for row in rows:
         row["waiting_s"] = round(max(0.0, now - row.pop("since")), 1)
     return rows
