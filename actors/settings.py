@@ -132,6 +132,9 @@ class Settings(_Strict):
     """Inbox batching and retention."""
     mcp_servers: dict[str, McpServer] = Field(default_factory=dict, alias="mcpServers")
     """MCP servers by name."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Environment variables set for shell commands, background jobs and hooks (Claude Code's
+    ``env`` key)."""
     sandbox: SandboxSettings = SandboxSettings()
     """Bubblewrap sandbox for ``bash``: ``enabled`` (``"auto"``/true/false), ``network``,
     ``extra_writable`` (see ``harness.shell.sandbox``)."""

@@ -27,6 +27,9 @@ HookEvent = Literal[
     "TaskCreated",
     "TaskCompleted",
     "Notification",
+    "SessionEnd",
+    "SubagentStart",
+    "PermissionRequest",
 ]
 HOOK_EVENTS: tuple[HookEvent, ...] = HookEvent.__args__  # type: ignore[attr-defined]
 
@@ -105,6 +108,12 @@ class HookSettings(_Strict):
     """When a task is completed."""
     Notification: tuple[HookMatcher, ...] = ()
     """When the harness notifies the user (permission prompts, idle)."""
+    SessionEnd: tuple[HookMatcher, ...] = ()
+    """When an agent session ends (the agent stops)."""
+    SubagentStart: tuple[HookMatcher, ...] = ()
+    """When a subagent starts."""
+    PermissionRequest: tuple[HookMatcher, ...] = ()
+    """When a permission request is about to go to the approver (may allow or deny it)."""
 
     def for_event(self, event: HookEvent) -> tuple[HookMatcher, ...]:
         matchers: tuple[HookMatcher, ...] = getattr(self, event)
