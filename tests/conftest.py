@@ -1,12 +1,24 @@
-"""Test-wide guards: no network except loopback."""
+"""Test-wide guards: no network except loopback; sandbox tests that cannot hide a missing bwrap.
+
+Tests marked ``sandbox`` need a working bubblewrap. Where it cannot run they are skipped on a
+developer machine, and the run ends with a loud summary line saying how many were skipped and
+why; with ``TEAMCTL_REQUIRE_SANDBOX=1`` (set by ``.ci/run``) they fail instead, so CI can never
+pass without having run them.
+"""
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+from harness.shell.sandbox import probe_bwrap
+
+REQUIRE_SANDBOX_ENV = "TEAMCTL_REQUIRE_SANDBOX"
+_sandbox_skips: list[str] = []
 
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
@@ -36,3 +48,28 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(socket.socket, "connect", guarded_connect)
     monkeypatch.setattr(socket.socket, "connect_ex", guarded_connect_ex)
     yield
+
+
+@pytest.fixture(autouse=True)
+def _sandbox_available(request: pytest.FixtureRequest) -> None:
+    """Tests marked ``sandbox``: skip loudly, or fail under ``TEAMCTL_REQUIRE_SANDBOX=1``."""
+    if request.node.get_closest_marker("sandbox") is None:
+        return
+    probe = probe_bwrap()
+    if probe.available:
+        return
+    if os.environ.get(REQUIRE_SANDBOX_ENV) == "1":
+        pytest.fail(f"bubblewrap is required ({REQUIRE_SANDBOX_ENV}=1) but {probe.reason}")
+    _sandbox_skips.append(request.node.nodeid)
+    pytest.skip(f"bubblewrap cannot run on this machine: {probe.reason}")
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _sandbox_skips:
+        terminalreporter.write_line(
+            f"WARNING: {len(_sandbox_skips)} sandbox tests were SKIPPED because bubblewrap "
+            f"cannot run here: {probe_bwrap().reason}. CI runs them "
+            f"({REQUIRE_SANDBOX_ENV}=1); install bubblewrap to run them locally.",
+            red=True,
+            bold=True,
+        )

@@ -21,12 +21,10 @@ from harness.permissions.checks import Permissions
 from harness.permissions.policy import HarnessPolicy
 from harness.ports import ToolResultBlock
 from harness.settings import SandboxSettings
-from harness.shell.sandbox import SANDBOX_KEY, Sandbox, probe_bwrap
+from harness.shell.sandbox import SANDBOX_KEY, Sandbox
 from tests.harness.mcp_servers import basic_server
 
-needs_bwrap = pytest.mark.skipif(
-    not probe_bwrap().available, reason=f"bubblewrap cannot run here: {probe_bwrap().reason}"
-)
+needs_bwrap = pytest.mark.sandbox
 
 
 # -- the selection (plain data) -----------------------------------------------------------------

@@ -1,12 +1,13 @@
 """The bubblewrap sandbox of the bash tool: real bwrap, real processes, real sockets.
 
-Tests that need bwrap skip only when the probe says it cannot run on this machine (CI installs
-bubblewrap, so they run there whenever the kernel allows user/PID namespaces).
+Tests that need bwrap carry the ``sandbox`` marker: skipped loudly on a developer machine where
+bwrap cannot run, failed under ``TEAMCTL_REQUIRE_SANDBOX=1`` (``.ci/run`` sets it).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -24,10 +25,7 @@ from harness.tools.base import ToolContext
 from harness.tools.bash import BashInput, BashTool
 from tests.security.support import sha256, wait_gone
 
-PROBE = probe_bwrap()
-needs_bwrap = pytest.mark.skipif(
-    not PROBE.available, reason=f"bubblewrap cannot run on this machine: {PROBE.reason}"
-)
+needs_bwrap = pytest.mark.sandbox
 
 
 @pytest.fixture
@@ -176,6 +174,25 @@ def test_network_is_off(root: Path, listener: socket.socket) -> None:
     listener.settimeout(0)
     with pytest.raises(BlockingIOError):
         listener.accept()
+
+
+@needs_bwrap
+def test_network_namespace_is_private(root: Path) -> None:
+    text, failed = run(root, "readlink /proc/self/ns/net")
+    assert not failed, text
+    assert text.strip().startswith("net:[")
+    assert text.strip() != os.readlink("/proc/self/ns/net"), "the command shares our network"
+
+
+@needs_bwrap
+def test_commands_hold_no_capabilities(root: Path) -> None:
+    # Matters when the harness runs as root (CI does): without --cap-drop ALL a sandboxed
+    # command keeps every capability and can undo its own mounts.
+    text, failed = run(root, "grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb):' /proc/self/status")
+    assert not failed, text
+    sets = dict(re.findall(r"^(Cap[A-Za-z]+):\s+([0-9a-f]+)$", text, re.MULTILINE))
+    held = {name: int(sets[name], 16) for name in ("CapInh", "CapPrm", "CapEff", "CapAmb")}
+    assert held == dict.fromkeys(held, 0), text
 
 
 @needs_bwrap

@@ -24,10 +24,7 @@ from tests.actors.jobs.test_jobs import Env, alive, read_line, wait_gone
 
 __all__ = ["stop_actors"]
 
-STATUS = Sandbox().status()
-pytestmark = pytest.mark.skipif(
-    not STATUS.available, reason=f"bubblewrap cannot run on this machine: {STATUS.reason}"
-)
+pytestmark = pytest.mark.sandbox
 
 
 @pytest.fixture

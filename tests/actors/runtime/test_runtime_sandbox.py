@@ -15,15 +15,11 @@ import pytest
 from actors.cli.ask import default_policy_factory
 from harness.headless import EXIT_OK, run_ask
 from harness.model.scripted import ScriptedModel
-from harness.shell.sandbox import probe_bwrap
 from tests.actors.runtime.runtime_support import runtime, stop_actors, team_repo
 
 __all__ = ["stop_actors"]
 
-PROBE = probe_bwrap()
-pytestmark = pytest.mark.skipif(
-    not PROBE.available, reason=f"bubblewrap cannot run on this machine: {PROBE.reason}"
-)
+pytestmark = pytest.mark.sandbox
 
 
 def escape(outside: Path) -> str:
