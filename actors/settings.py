@@ -1,24 +1,44 @@
-"""Team settings: ``.team/settings.json`` with ``TEAMCTL_SETTINGS`` merged on top
-(docs/ARCHITECTURE.md, "Settings").
+"""Team settings: the scopes Claude Code users have (``~/.claude/settings.json``,
+``.claude/settings.json``, ``.claude/settings.local.json``), then ``.team/settings.json``, then
+``$TEAMCTL_SETTINGS``, merged by ``harness.settings`` (docs/ARCHITECTURE.md, "Settings").
 
-Every key is optional and every model forbids unknown keys, so a typo is an error that names the
-key and the file. Values are frozen: settings are read once per command or runtime start.
+Every key is optional. Each file is checked on its own, so an error names the file the bad key is
+in: in teamctl's own files every model forbids unknown keys (a typo is an error); in Claude
+Code's files a key teamctl does not know is a warning. Warnings travel with the settings
+(``LoadedSettings.warnings``) for the command to print once. Values are frozen: settings are read
+once per command or runtime start.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from actors.errors import TeamError
-from harness.settings import HookEvent, HookMatcher, PermissionSettings, SandboxSettings
+from harness.settings import SETTINGS_ENV as SETTINGS_ENV  # re-exported
+from harness.settings import (
+    HookEvent,
+    HookMatcher,
+    HookSource,
+    PermissionSettings,
+    RuleSource,
+    SandboxSettings,
+    SettingsFile,
+    SettingsFileError,
+    adapt,
+    merge_layers,
+    read_settings_file,
+    settings_files,
+)
+from harness.settings import merge as merge  # re-exported
+from harness.shell.environment import CommandEnv, CommandEnvSettings
 from teamctl_base.models import Frozen
 
-SETTINGS_ENV = "TEAMCTL_SETTINGS"
 MODEL_ENV = "TEAMCTL_MODEL"
 
 
@@ -100,7 +120,9 @@ class McpServer(_Strict):
     args: tuple[str, ...] = ()
     """Arguments for ``command``."""
     env: dict[str, str] = Field(default_factory=dict)
-    """Extra environment for ``command``."""
+    """Extra environment for ``command`` (see ``harness.mcp.config.McpServerConfig``)."""
+    cwd: str | None = None
+    """Working directory for ``command`` (relative to the repository root)."""
     url: str | None = None
     """Server URL (sse, http)."""
     headers: dict[str, str] = Field(default_factory=dict)
@@ -135,13 +157,23 @@ class Settings(_Strict):
     env: dict[str, str] = Field(default_factory=dict)
     """Environment variables set for shell commands, background jobs and hooks (Claude Code's
     ``env`` key)."""
-    sandbox: SandboxSettings = SandboxSettings()
+    command_env: CommandEnvSettings = CommandEnvSettings()
+    """Variables kept from shell commands, background jobs, hooks and MCP servers: ``secret``
+    (names or patterns, on top of the model credentials, which are always withheld) and ``pass``
+    (passed on after all); see ``harness.shell.environment``."""
+    bash_sandbox: SandboxSettings = SandboxSettings()
     """Bubblewrap sandbox for ``bash``: ``enabled`` (``"auto"``/true/false), ``network``,
-    ``extra_writable`` (see ``harness.shell.sandbox``)."""
+    ``extra_writable`` (see ``harness.shell.sandbox``). Not ``sandbox``: that is Claude Code's
+    block, mapped onto this one where it means the same (``harness.settings.adapt``)."""
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON with the file's key names."""
         return self.model_dump(mode="json", by_alias=True)
+
+    def child_env(self) -> CommandEnv:
+        """What shell commands, jobs, hooks and MCP servers get: ``env`` set, ``command_env``
+        secrets and the model credentials removed (``harness.shell.environment``)."""
+        return CommandEnv.from_settings(self.env, self.command_env)
 
 
 class SettingsError(TeamError):
@@ -159,76 +191,142 @@ def _describe(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+OUR_KEYS = frozenset(
+    {name for name in Settings.model_fields}
+    | {f.alias for f in Settings.model_fields.values() if f.alias}
+)
+"""The top-level keys teamctl reads (anything else in a Claude Code file is a warning)."""
+
+
 def parse_settings(raw: Mapping[str, Any], source: str) -> Settings:
-    """Validate one settings object; ``SettingsError`` names the file and the key."""
+    """Validate one settings object of teamctl's own (a scenario's, a test's); ``SettingsError``
+    names ``source`` and the key."""
+    file = SettingsFile("team", Path(source))
+    adapted, _ = adapt(raw, file, ours=OUR_KEYS)
     try:
-        return Settings.model_validate(raw)
+        return Settings.model_validate(adapted)
     except ValidationError as exc:
         raise SettingsError(f"settings {source}: {_describe(exc)}") from exc
 
 
-def _read_file(path: Path) -> dict[str, Any]:
-    from mailboxes.fsutil import BadJson, strict_loads
+@dataclass(frozen=True)
+class LoadedSettings:
+    """The merged settings with where each part came from, and the warnings to print once."""
 
-    try:
-        value = strict_loads(path.read_bytes())
-    except OSError as exc:
-        raise SettingsError(f"settings {path}: cannot read: {exc.strerror}") from exc
-    except BadJson as exc:
-        raise SettingsError(f"settings {path}: {exc}") from exc
-    if not isinstance(value, dict):
-        raise SettingsError(f"settings {path}: must be a JSON object")
-    return value
+    settings: Settings
+    files: tuple[tuple[SettingsFile, bool], ...]
+    """Every scope's file, lowest precedence first, and whether it exists (was read)."""
+    rules: tuple[RuleSource, ...]
+    """Each permission rule with the file it came from."""
+    hooks: tuple[HookSource, ...]
+    """Each hook command with its event, matcher and file."""
+    warnings: tuple[str, ...]
+    """One line per Claude Code key teamctl does not implement (names the key and the file)."""
+    bypass_disabled_by: SettingsFile | None = None
+    """The file whose ``disableBypassPermissionsMode: "disable"`` is in effect."""
 
-
-def merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
-    """Deep-merge ``top`` onto ``base``: objects merge key by key, anything else is replaced."""
-    merged = dict(base)
-    for key, value in top.items():
-        below = merged.get(key)
-        if isinstance(below, Mapping) and isinstance(value, Mapping):
-            merged[key] = merge(below, value)
-        else:
-            merged[key] = value
-    return merged
-
-
-def _has_path(raw: Mapping[str, Any], loc: tuple[int | str, ...]) -> bool:
-    node: Any = raw
-    for part in loc:
-        if not isinstance(node, Mapping) or part not in node:
-            return False
-        node = node[part]
-    return True
+    def check_mode(self, mode: str | None) -> None:
+        """Refuse ``bypassPermissions`` when a settings file disables it (one line)."""
+        if mode == "bypassPermissions" and self.bypass_disabled_by is not None:
+            raise SettingsError(
+                f"--permission-mode bypassPermissions is disabled: "
+                f'permissions.disableBypassPermissionsMode is "disable" in '
+                f"{self.bypass_disabled_by.label}"
+            )
 
 
-def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Settings:
-    """Settings from ``path`` (missing file = defaults), ``TEAMCTL_SETTINGS`` merged on top, and
-    ``TEAMCTL_MODEL`` overriding every model."""
+def _team_root(path: Path) -> Path | None:
+    return path.parent.parent if path.parent.name == ".team" else None
+
+
+def load_scoped_settings(
+    path: Path, environ: Mapping[str, str] | None = None, *, root: Path | None = None
+) -> LoadedSettings:
+    """The settings of every scope merged, ``path`` being ``.team/settings.json`` (missing file =
+    defaults). ``root``: the repository whose ``.claude/`` files are read (default: the folder
+    above ``.team/`` when ``path`` is in one; else none). ``HOME`` and ``TEAMCTL_SETTINGS`` come
+    from ``environ`` (default ``os.environ``); ``TEAMCTL_MODEL`` overrides every model."""
     env = os.environ if environ is None else environ
-    base: dict[str, Any] = _read_file(path) if path.exists() else {}
-    top: dict[str, Any] = {}
-    extra = env.get(SETTINGS_ENV)
-    if extra:
-        top = _read_file(Path(extra))
+    root = root if root is not None else _team_root(path)
+    files = settings_files(root, path, env)
+    layers: list[tuple[SettingsFile, dict[str, Any]]] = []
+    warnings: list[str] = []
+    present: list[tuple[SettingsFile, bool]] = []
+    for file in files:
+        exists = file.scope == "env" or file.path.exists()
+        present.append((file, exists))
+        if not exists:
+            continue
+        try:
+            raw = read_settings_file(file)
+            adapted, warned = adapt(
+                raw, file, ours=OUR_KEYS, root=root or path.parent, home=env.get("HOME")
+            )
+            try:  # each file on its own, so that an error names the file the key is in
+                Settings.model_validate(adapted)
+            except ValidationError as exc:
+                raise SettingsError(f"settings {file.label}: {_describe(exc)}") from exc
+        except (SettingsFileError, SettingsError) as exc:
+            if not file.claude_owned:
+                raise SettingsError(str(exc)) from exc
+            # Claude Code skips a settings file with errors, with a warning: so do we.
+            reason = str(exc).removeprefix(f"settings {file.label}: ")
+            warnings.append(
+                f"{file.label}: skipped, as Claude Code skips a file with errors: {reason}"
+            )
+            continue
+        layers.append((file, adapted))
+        warnings += warned
+    merged, where = merge_layers(layers)
+    perms = merged.get("permissions") or {}
+    if (
+        perms.get("defaultMode") == "bypassPermissions"
+        and where.bypass_disabled is not None
+        and where.default_mode is not None
+    ):
+        raise SettingsError(
+            f"settings {where.bypass_disabled.label}: permissions.disableBypassPermissionsMode is "
+            f'"disable", but permissions.defaultMode is bypassPermissions in '
+            f"{where.default_mode.label}"
+        )
     try:
-        settings = Settings.model_validate(merge(base, top))
-    except ValidationError as exc:
-        # Name the file the bad key came from (the env file wins where both have it).
-        first = exc.errors()[0]["loc"]
-        source = f"{extra} (from {SETTINGS_ENV})" if extra and _has_path(top, first) else path
-        raise SettingsError(f"settings {source}: {_describe(exc)}") from exc
+        settings = Settings.model_validate(merged)
+    except ValidationError as exc:  # only what no file shows alone (an MCP server split in two)
+        names = ", ".join(file.label for file, _ in layers)
+        raise SettingsError(f"settings merged from {names}: {_describe(exc)}") from exc
     model = env.get(MODEL_ENV)
     if model:
         models = settings.models.model_copy(
             update={"lead": model, "teammate": model, "fallback": model}
         )
         settings = settings.model_copy(update={"models": models})
-    return settings
+    return LoadedSettings(
+        settings=settings,
+        files=tuple(present),
+        rules=tuple(where.rules),
+        hooks=tuple(where.hooks),
+        warnings=tuple(warnings),
+        bypass_disabled_by=where.bypass_disabled if settings.permissions.bypass_disabled else None,
+    )
+
+
+def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Settings:
+    """The merged settings of every scope (``load_scoped_settings``), warnings dropped."""
+    return load_scoped_settings(path, environ).settings
+
+
+_LEFT_TO_THE_SCOPES = (("permissions", "defaultMode"), ("bash_sandbox", "enabled"))
+"""Keys ``teamctl init`` leaves out: Claude Code's files (``defaultMode``, ``sandbox.enabled``)
+may set them, and a default spelled out in ``.team/settings.json`` would override them."""
 
 
 def default_settings_json() -> str:
-    """The settings file ``teamctl init`` writes: every default, spelled out."""
+    """The settings file ``teamctl init`` writes: every default spelled out, except the keys a
+    Claude Code settings file may set (``_LEFT_TO_THE_SCOPES``)."""
     import json
 
-    return json.dumps(Settings().to_json(), indent=2) + "\n"
+    raw = Settings().to_json()
+    raw["permissions"].pop("disableBypassPermissionsMode", None)
+    for section, key in _LEFT_TO_THE_SCOPES:
+        raw[section].pop(key, None)
+    return json.dumps(raw, indent=2) + "\n"

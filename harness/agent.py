@@ -8,6 +8,7 @@ team-state provider whose text is injected into the system prompt before every c
 from __future__ import annotations
 
 import itertools
+import logging
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -15,11 +16,12 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
-from harness.context.compaction import CompactionConfig, Compactor
+from harness.context.compaction import CompactionBlocked, CompactionConfig, Compactor
+from harness.context.instructions import denied_by_rules, load_instructions
 from harness.context.memory import Memory
 from harness.context.prompt import SystemPrompt
-from harness.context.skills import SkillLibrary
-from harness.hooks import HookOutcome, HookRunner
+from harness.context.skills import SkillLibrary, SkillSession
+from harness.hooks import HOOK_SESSION_KEY, HookOutcome, HookRunner, HookSession, session_for
 from harness.loop import (
     AgentLoop,
     LoopConfig,
@@ -33,6 +35,7 @@ from harness.ports import (
     ContentBlock,
     Message,
     ModelClient,
+    TextBlock,
     ToolResultBlock,
     ToolSpec,
     ToolUseBlock,
@@ -41,12 +44,18 @@ from harness.settings import HookEvent
 from harness.tools.base import JobRunner, Tool, ToolContext, ToolPolicy
 from harness.tools.compact_tool import CompactTool
 from harness.tools.executor import ToolExecutor
+from harness.tools.memory_tools import MEMORY_GUIDANCE, memory_tools
 from harness.tools.registry import ToolRegistry, builtin_tools
 from harness.tools.skill_tool import LoadSkillTool
 from harness.tools.subagent import SUBAGENT_KEY, SubagentOutcome, TaskInput, TaskTool
 from harness.tools.todo import TodoStore
 from harness.transcript import Transcript, load_transcript, repair_dangling
 from teamctl_base.models import Frozen
+
+log = logging.getLogger(__name__)
+
+SUBAGENT_TYPE = "general-purpose"
+"""The ``agent_type`` of a ``task`` subagent in hook payloads (Claude Code's built-in name)."""
 
 DEFAULT_IDENTITY = (
     "You are {name}, a coding agent working in a git repository. You act through tools; prefer "
@@ -124,10 +133,12 @@ class Agent:
         self.hook_runner = hook_runner
         self.todos = TodoStore()
         self.skills = SkillLibrary(root)
+        self.skill_session = SkillSession()
         self.memory = Memory(root)
         self._subagents: list[Agent] = []
         self._sub_ids = itertools.count(1)
-        tools: list[Tool[Any]] = [*builtin_tools(self.todos), LoadSkillTool(self.skills)]
+        tools: list[Tool[Any]] = [*builtin_tools(self.todos), *memory_tools(self.memory)]
+        tools.append(LoadSkillTool(self.skills, self.skill_session))
         tools.append(CompactTool(self.request_compaction))
         if config.subagents and not subagent:
             tools.append(TaskTool(self._run_subagent))
@@ -146,19 +157,34 @@ class Agent:
             job_runner=job_runner,
             extra={SUBAGENT_KEY: 1} if subagent else {},
         )
-        self.system = self._system_prompt(state_provider, resume)
         self.transcript = (
             Transcript.for_agent(transcript_dir, config.name, fsync=config.fsync_transcript)
             if transcript_dir is not None
             else None
         )
+        self._session_ended = False
+        self.tool_context.extra[HOOK_SESSION_KEY] = HookSession(
+            transcript_path=str(self.transcript.path.absolute()) if self.transcript else "",
+            project_dir=str(root),
+            stop=self._stop_by_hook,
+        )
+        self.system = self._system_prompt(state_provider, resume)
         messages = self._initial_messages(resume, session_id)
-        base_hooks = hooks or (self._hooks_from_runner() if hook_runner else LoopHooks())
+        # Callbacks given here take precedence one by one; the settings' hooks fill the rest
+        # (``teamctl ask`` passes only ``on_message`` and must still run Stop hooks).
+        given = hooks or LoopHooks()
+        ran = self._hooks_from_runner() if hook_runner else LoopHooks()
+        base_hooks = LoopHooks(
+            on_user_prompt=given.on_user_prompt or ran.on_user_prompt,
+            on_stop=given.on_stop or ran.on_stop,
+            on_message=given.on_message or ran.on_message,
+            after_tools=given.after_tools or ran.after_tools,
+        )
         self._message_listeners: list[Callable[[Message], None]] = []
         if base_hooks.on_message is not None:
             self._message_listeners.append(base_hooks.on_message)
         self.loop = AgentLoop(
-            model=model,
+            model=self.skill_session.wrap(model),
             executor=self.executor,
             tools=self._specs,
             tool_context=self.tool_context,
@@ -197,6 +223,13 @@ class Agent:
         prompt = SystemPrompt(
             identity=cfg.identity.replace("{name}", cfg.name), tool_guidance=cfg.tool_guidance
         )
+        # Static for the session (read once, in the cached block): memory guidance, instructions.
+        if "remember" in self.registry or "recall" in self.registry:
+            prompt.add_static("How memory works", MEMORY_GUIDANCE.format(dir=self.memory.dir))
+        denied = denied_by_rules(self.policy, self.tool_context)
+        prompt.add_static(
+            "Project instructions", load_instructions(self.root, self.cwd, denied=denied).text()
+        )
         prompt.add_section(
             "Workspace",
             lambda: (
@@ -209,22 +242,60 @@ class Agent:
         prompt.add_section("Skills", self.skills.catalog)
         prompt.add_section("Memory", self.memory.index_text)
         if self.hook_runner is not None and not self.is_subagent:
-            start = self._run_hook("SessionStart", source="resume" if resume else "startup")
+            start = self.run_hook(
+                "SessionStart", source="resume" if resume else "startup", model=self.config.model
+            )
+            if start is not None and start.blocked:  # exit 2: shown to the user only
+                log.warning("SessionStart hook of %s: %s", self.config.name, start.reason)
             context = start.additional_context or "" if start else ""
             prompt.add_section("Session start", lambda: context)
         return prompt
 
-    # -- hooks (HookRunner → loop callbacks) -----------------------------------------------
+    # -- hooks (HookRunner → loop callbacks; docs/ARCHITECTURE.md, "Hooks") ------------------
 
-    def _run_hook(self, event: HookEvent, **fields: Any) -> HookOutcome | None:
+    def hook_session(self) -> HookSession:
+        """This agent's common hook fields: session id, transcript, project root, command env."""
+        return session_for(self.tool_context)
+
+    def permission_mode(self) -> str | None:
+        """The permission mode its tool calls are checked in (``plan`` while read-only)."""
+        if self.tool_context.read_only:
+            return "plan"
+        policy: object = self.executor.policy
+        while policy is not None:
+            mode = getattr(policy, "permission_mode", None)
+            if isinstance(mode, str):
+                return mode
+            policy = getattr(policy, "inner", None)
+        return None
+
+    def run_hook(self, event: HookEvent, **fields: Any) -> HookOutcome | None:
+        """Run ``event``'s hooks as this agent (``None`` when none is configured)."""
         if self.hook_runner is None or not self.hook_runner.has_hooks(event):
             return None
-        payload = {"cwd": str(self.cwd), "agent_name": self.config.name, **fields}
-        return self.hook_runner.run(event, payload)
+        mode = self.permission_mode()
+        payload: dict[str, Any] = {"cwd": str(self.cwd)}
+        if mode is not None:
+            payload["permission_mode"] = mode
+        return self.hook_runner.run(event, payload | fields, session=self.hook_session())
+
+    def notify(self, notification_type: str, message: str, title: str | None = None) -> None:
+        """Fire ``Notification`` hooks (``idle_prompt``, ``permission_prompt``, ...)."""
+        fields: dict[str, Any] = {"message": message, "notification_type": notification_type}
+        if title is not None:
+            fields["title"] = title
+        self.run_hook("Notification", **fields)
+
+    def _stop_by_hook(self, reason: str) -> None:
+        """A hook's ``continue: false`` during a tool call: the turn ends before the next model
+        call (``hook_stopped``, with ``reason`` as its text)."""
+        loop = getattr(self, "loop", None)
+        if loop is not None and loop.state.turn_active:
+            loop.state.blocked_reason = reason
 
     def _hooks_from_runner(self) -> LoopHooks:
         def on_prompt(text: str) -> PromptVerdict:
-            out = self._run_hook("UserPromptSubmit", prompt=text)
+            out = self.run_hook("UserPromptSubmit", prompt=text)
             if out is None:
                 return PromptVerdict()
             if out.blocked or out.stop:
@@ -233,19 +304,27 @@ class Agent:
 
         def on_stop(text: str, active: bool) -> StopVerdict:
             event: HookEvent = "SubagentStop" if self.is_subagent else "Stop"
-            out = self._run_hook(event, stop_hook_active=active, last_assistant_message=text)
+            fields: dict[str, Any] = {"stop_hook_active": active, "last_assistant_message": text}
+            if self.is_subagent and self.transcript is not None:
+                fields["agent_transcript_path"] = str(self.transcript.path.absolute())
+            out = self.run_hook(event, **fields)
             if out is None:
                 return StopVerdict()
             if out.stop:
                 return StopVerdict("stop", out.stop_reason or out.reason)
             if out.blocked:
-                return StopVerdict("continue", out.reason or "A Stop hook asked you to go on.")
+                return StopVerdict("continue", out.reason or f"A {event} hook asked you to go on.")
+            if out.additional_context:  # feedback that keeps the conversation going
+                return StopVerdict("continue", out.additional_context)
             return StopVerdict()
 
         return LoopHooks(on_user_prompt=on_prompt, on_stop=on_stop)
 
     def _pre_compact(self, trigger: str) -> str | None:
-        out = self._run_hook("PreCompact", trigger=trigger)
+        out = self.run_hook("PreCompact", trigger=trigger, custom_instructions="")
+        if out is not None and out.blocked:  # exit 2 or decision "block": no compaction
+            log.warning("a PreCompact hook blocked compaction of %s: %s", self.name, out.reason)
+            raise CompactionBlocked(out.reason)
         return out.additional_context if out else None
 
     def _initial_messages(self, resume: bool, session_id: str) -> list[Message]:
@@ -319,10 +398,17 @@ class Agent:
         # The subagent is held to its parent's confinement: the root (a worktree), read-only
         # mode (a teammate without an assignment) and the host's extras such as the sandbox.
         sub.tool_context.root, sub.tool_context.read_only = ctx.root, ctx.read_only
-        sub.tool_context.extra = {**ctx.extra, SUBAGENT_KEY: 1}
+        own = replace(
+            self.hook_session(), agent_id=cfg.name, agent_type=SUBAGENT_TYPE, stop=sub._stop_by_hook
+        )  # its hooks get the parent's transcript_path and its own agent_id
+        sub.tool_context.extra = {**ctx.extra, SUBAGENT_KEY: 1, HOOK_SESSION_KEY: own}
+        prompt: list[ContentBlock] = [TextBlock(text=args.prompt)]
+        start = sub.run_hook("SubagentStart")
+        if start is not None and start.additional_context:
+            prompt.append(TextBlock(text=start.additional_context))
         self._subagents.append(sub)
         try:
-            result = sub.run_turn(args.prompt)
+            result = sub.run_turn(prompt)
         finally:
             self._subagents.remove(sub)
             sub.close()
@@ -339,9 +425,11 @@ class Agent:
         return self.loop.messages
 
     def run_turn(self, user_input: str | Sequence[ContentBlock] | None = None) -> TurnResult:
+        self.skill_session.reset(self.tool_context)  # skills are active for one turn
         return self.loop.run_turn(user_input)
 
     def begin_turn(self, user_input: str | Sequence[ContentBlock] | None = None) -> None:
+        self.skill_session.reset(self.tool_context)
         self.loop.begin_turn(user_input)
 
     def step(self) -> StepResult:
@@ -382,6 +470,14 @@ class Agent:
         for listener in list(self._message_listeners):
             listener(message)
 
-    def close(self) -> None:
+    def close(self, reason: str = "other") -> None:
+        """End the session: ``SessionEnd`` hooks (with ``reason``; once, not for a subagent),
+        then the transcript is closed."""
+        if not self.is_subagent and not self._session_ended:
+            self._session_ended = True
+            try:
+                self.run_hook("SessionEnd", reason=reason)
+            except Exception:  # closing must not fail on a hook
+                log.warning("SessionEnd hooks of %s failed", self.config.name, exc_info=True)
         if self.transcript is not None:
             self.transcript.close()

@@ -243,22 +243,30 @@ def run_ask(
 
 
 def _equip(agent: Any, root: Path) -> Any:
-    """Give the agent the bash sandbox (``sandbox`` in ``.team/settings.json``; default auto) and
-    the tools of the MCP servers of ``.mcp.json`` and the settings' ``mcpServers``. Returns the
-    MCP manager to close (``None``, and no ``mcp`` import, when no server is configured)."""
+    """Give the agent the bash sandbox (``bash_sandbox`` in the settings of every scope; default
+    auto) and the tools of the MCP servers of ``.mcp.json`` and the settings' ``mcpServers``.
+    Returns the MCP manager to close (``None``, and no ``mcp`` import, when no server is
+    configured)."""
+    import os
+
     from harness.host_setup import install_mcp_tools, install_sandbox, open_mcp
-    from harness.settings import SandboxSettings
+    from harness.settings import SandboxSettings, scoped_settings_json
+    from harness.settings import SettingsFileError as BadSettingsFile
+    from harness.shell.environment import COMMAND_ENV_KEY, CommandEnv, CommandEnvSettings
 
     path = root / ".team" / "settings.json"
-    raw: dict[str, Any] = {}
     try:
-        if path.exists():
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        install_sandbox(agent, SandboxSettings.model_validate(raw.get("sandbox") or {}))
+        raw = scoped_settings_json(root, os.environ)
+        install_sandbox(agent, SandboxSettings.model_validate(raw.get("bash_sandbox") or {}))
         servers = raw.get("mcpServers") or {}
+        section = CommandEnvSettings.model_validate(raw.get("command_env") or {})
+        command_env = CommandEnv.from_settings(raw.get("env") or {}, section)
+        agent.tool_context.extra[COMMAND_ENV_KEY] = command_env
+    except BadSettingsFile as exc:
+        raise SettingsFileError(str(exc)) from exc
     except (ValueError, AttributeError) as exc:
         raise SettingsFileError(f"{path}: {exc}") from exc
-    manager = open_mcp(root, servers)
+    manager = open_mcp(root, servers, command_env)
     if manager is not None:
         try:
             install_mcp_tools(agent, manager)

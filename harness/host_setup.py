@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.mcp.config import TOOL_PREFIX, load_mcp_servers, normalize_part
+from harness.mcp.config import TOOL_PREFIX, load_mcp_config, normalize_part
 from harness.settings import SandboxSettings
 from harness.shell.sandbox import SANDBOX_KEY, Sandbox
 
@@ -32,20 +32,26 @@ if TYPE_CHECKING:
     from harness.agent import Agent
     from harness.mcp.catalog import McpToolset
     from harness.mcp.client import McpManager
+    from harness.shell.environment import CommandEnv
 
 __all__ = ["McpSelection", "install_mcp_tools", "install_sandbox", "open_mcp"]
 
 RESOURCE_TOOLS = ("list_mcp_resources", "read_mcp_resource")
 
 
-def open_mcp(root: Path, settings_servers: Mapping[str, Any] | None = None) -> McpManager | None:
-    """The manager of the configured servers (none started yet), or ``None`` when there are
-    none; ``McpConfigError`` for a configuration that does not parse."""
-    if not load_mcp_servers(root, settings_servers):
+def open_mcp(
+    root: Path,
+    settings_servers: Mapping[str, Any] | None = None,
+    command_env: CommandEnv | None = None,
+) -> McpManager | None:
+    """The manager of the configured servers (none started yet; stdio ones get the environment
+    ``command_env`` builds), or ``None`` when there are none; a bad entry disables that server
+    only, ``McpConfigError`` for a file that is not JSON."""
+    if not load_mcp_config(root, settings_servers).names:
         return None
     from harness.mcp.client import McpManager
 
-    return McpManager.from_config(root, settings_servers)
+    return McpManager.from_config(root, settings_servers, command_env=command_env)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Append-only conversation transcripts (``<dir>/<agent>.jsonl``) and resume.
 
-One JSON object per line, each flushed and fsynced before the call returns:
+One JSON object per line, each flushed and fsynced before the call returns; the file is
+mode 0600 (only its owner reads it):
 
 - ``{"type": "meta", ...}``: session facts (agent, session id); informational.
 - ``{"type": "message", "message": {...}}``: one message appended to the conversation.
@@ -63,7 +64,14 @@ class Transcript:
                 data = f.read()
                 if data and not data.endswith(b"\n"):
                     f.truncate(data.rfind(b"\n") + 1)
-        return self.path.open("a", encoding="utf-8")
+        # Mode 0600: a transcript holds all the agent read (docs/ARCHITECTURE.md, "Files on disk").
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        try:
+            os.fchmod(fd, 0o600)  # a transcript an older version left readable by others
+            return os.fdopen(fd, "a", encoding="utf-8")
+        except BaseException:
+            os.close(fd)
+            raise
 
     def _write(self, record: dict[str, Any]) -> None:
         if self._file is None:

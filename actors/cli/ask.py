@@ -47,25 +47,33 @@ def find_repo_root(start: Path) -> Path:
     return start
 
 
+def _load_settings(root: Path, mode: str | None = None, *, warn: bool = False) -> Any:
+    """The merged settings of every scope for ``root`` (``LoadedSettings``); a bad file or a
+    disabled ``mode`` is one error line, ``warn`` prints the warnings."""
+    from actors.cli.settings_cmd import print_warnings
+    from actors.settings import SettingsError, load_scoped_settings
+
+    try:
+        loaded = load_scoped_settings(root / ".team" / "settings.json", root=root)
+        if warn:
+            print_warnings(loaded)
+        loaded.check_mode(mode)
+    except SettingsError as exc:
+        raise click.ClickException(str(exc)) from exc
+    return loaded
+
+
 def default_policy_factory(root: Path, mode: str, approver: Approver | None) -> ToolPolicy:
-    """The harness policy for ``root``: the ``permissions`` and ``hooks`` of
-    ``.team/settings.json`` (when present), ``mode`` overriding the default mode."""
+    """The harness policy for ``root``: the ``permissions`` and ``hooks`` of the settings of
+    every scope (``actors.settings``), ``mode`` overriding the default mode."""
     from harness.hooks import HookRunner
     from harness.permissions.checks import Permissions
     from harness.permissions.policy import HarnessPolicy
     from harness.settings import HookSettings, PermissionMode, PermissionSettings
 
-    path = root / ".team" / "settings.json"
-    raw: dict[str, Any] = {}
-    if path.exists():
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-            perms = PermissionSettings.model_validate(raw.get("permissions") or {})
-            hooks = HookSettings.parse(raw.get("hooks"))
-        except (ValueError, AttributeError) as exc:
-            raise click.ClickException(f"{path}: {exc}") from exc
-    else:
-        perms, hooks = PermissionSettings(), HookSettings()
+    raw = _load_settings(root, mode).settings.to_json()
+    perms = PermissionSettings.model_validate(raw["permissions"])
+    hooks = HookSettings.parse(raw.get("hooks"))
     permission_mode = cast(PermissionMode, mode)
     return HarnessPolicy(
         Permissions.from_settings(perms, mode=permission_mode),
@@ -161,11 +169,13 @@ def ask_command(
             raise click.ClickException(f"{schema_file}: {exc}") from exc
     from actors.factory import exclude_team_files
 
+    root = exclude_team_files(find_repo_root(Path.cwd()))  # as `init` does
+    _load_settings(root, permission_mode, warn=True)  # a bad file stops here, warnings once
     notices = WaitNotices()
     client = _model_from_env(model, on_wait=notices)
     try:
         code = run_ask(
-            exclude_team_files(find_repo_root(Path.cwd())),  # as `init` does
+            root,
             prompt,
             model_client=client,
             output_format=output_format,

@@ -28,27 +28,46 @@ def find_root(start: Path) -> Path:
     return start
 
 
-def _settings_servers(path: Path) -> dict[str, Any]:
+def _settings_file(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as exc:
         raise click.ClickException(f"{path}: cannot read settings: {exc}") from exc
-    servers = data.get("mcpServers") if isinstance(data, dict) else None
-    return dict(servers) if isinstance(servers, dict) else {}
+    return data if isinstance(data, dict) else {}
+
+
+def _section(data: dict[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key)
+    return dict(value) if isinstance(value, dict) else {}
 
 
 def open_manager(root: Path) -> McpManager:
-    """An ``McpManager`` for the servers configured for ``root`` (nothing started yet)."""
+    """An ``McpManager`` for the servers configured for ``root`` (nothing started yet), whose
+    stdio servers get the environment the settings' ``env`` and ``command_env`` make."""
     from harness.mcp.client import McpManager
     from harness.mcp.config import McpError
+    from harness.shell.environment import CommandEnv, CommandEnvSettings
 
-    extra = _settings_servers(root / ".team" / "settings.json")
+    files = [_settings_file(root / ".team" / "settings.json")]
     if os.environ.get("TEAMCTL_SETTINGS"):
-        extra.update(_settings_servers(Path(os.environ["TEAMCTL_SETTINGS"])))
+        files.append(_settings_file(Path(os.environ["TEAMCTL_SETTINGS"])))
+    servers: dict[str, Any] = {}
+    env: dict[str, Any] = {}
+    secrets: dict[str, Any] = {}
+    for data in files:
+        servers.update(_section(data, "mcpServers"))
+        env.update(_section(data, "env"))
+        secrets.update(_section(data, "command_env"))
     try:
-        return McpManager.from_config(root, extra)
+        command_env = CommandEnv.from_settings(
+            {str(k): str(v) for k, v in env.items()}, CommandEnvSettings.model_validate(secrets)
+        )
+    except ValueError as exc:
+        raise click.ClickException(f"settings command_env: {exc}") from exc
+    try:
+        return McpManager.from_config(root, servers, command_env=command_env)
     except McpError as exc:
         raise click.ClickException(str(exc)) from exc
 

@@ -233,11 +233,12 @@ def _model_source(script: Path | None) -> Any:
     return None  # the runtime builds AnthropicModel clients from the settings
 
 
-def _settings(model: str | None, approvals: str | None = None) -> Any:
-    from actors.repo import find_team
-    from actors.settings import load_settings
+def _settings(model: str | None, approvals: str | None = None, mode: str | None = None) -> Any:
+    """The merged settings of every scope (warnings printed once), ``--model`` and
+    ``--approvals`` applied; ``mode`` (``--permission-mode``) is refused when disabled."""
+    from actors.cli.settings_cmd import load_for_command
 
-    settings = load_settings(find_team().settings_path)
+    settings = load_for_command(mode=mode).settings
     if model:
         models = settings.models.model_copy(update={"lead": model, "teammate": model})
         settings = settings.model_copy(update={"models": models})
@@ -466,7 +467,7 @@ def _run(
     source = _model_source(script)
     printer = _Printer(output_format)
     interactive = not headless and sys.stdin.isatty()
-    settings = _settings(model, approvals)
+    settings = _settings(model, approvals, permission_mode)
     desk = _desk(
         settings,
         printer,
@@ -863,7 +864,7 @@ def join_command(
     from actors.runtime.runtime import TeamRuntime
 
     source = _model_source(script)
-    settings = _settings(model)
+    settings = _settings(model, mode=permission_mode)
     if worktree_per_task:
         team = settings.team.model_copy(update={"worktree_per_task": True})
         settings = settings.model_copy(update={"team": team})

@@ -142,14 +142,4 @@ def status(as_json: bool) -> None:
     show(grid)
 
 
-@click.command("settings")
-def settings_command() -> None:
-    """Validate and print the effective settings (settings.json + $TEAMCTL_SETTINGS)."""
-    from actors.repo import find_team
-    from actors.settings import load_settings
-
-    repo = find_team()
-    echo_json(load_settings(repo.settings_path).to_json())
-
-
-COMMANDS = (init, status, settings_command)
+COMMANDS = (init, status)  # `teamctl settings` is in actors/cli/settings_cmd.py

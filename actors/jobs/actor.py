@@ -8,12 +8,15 @@ grace, KILL) → whatever is left of the job is killed → the waiter tells the 
 ``job.finished`` (op_id ``job:<id>:finished``) THEN delivers a ``task_notification`` to the owner
 (status, exit code, head and tail of the log, the log path) under an id derived from the job id.
 
-Sandbox: given a ``harness.shell.sandbox.Sandbox`` (the runtime passes ``Sandbox(settings.sandbox)``,
-the policy of the foreground ``bash``), a job runs under bubblewrap with the agent's root writable:
+Sandbox: given a ``harness.shell.sandbox.Sandbox`` (the runtime passes
+``Sandbox(settings.bash_sandbox)``, the policy of the foreground ``bash``), a job runs under bubblewrap with the agent's root writable:
 the checkout, or the worktree under ``<root>/.worktrees/<name>`` its cwd is in. ``bwrap`` is
 spawned from the actor's own thread (``--die-with-parent`` follows the spawning thread), so a
 sandboxed job dies when the actor stops or the process dies; it is then reported ``lost`` on the
 next start instead of being re-attached.
+
+Environment: the ``command_env`` given (the runtime passes the settings' ``env`` and
+``command_env``), as the foreground ``bash`` has it: no model credentials unless passed on.
 
 Start-up recovery: a job with ``job.started`` but no ``job.finished`` is re-attached if its pid
 is alive with the same start time (waited for through a pidfd; its exit code is then unknown),
@@ -53,6 +56,7 @@ from actors.jobs.table import (
     notification,
 )
 from actors.messages import JobExited, ListJobs, StartJob, StopAllJobs, StopJobsOf
+from harness.shell.environment import CommandEnv
 from harness.shell.sandbox import Sandbox
 from mailboxes.errors import UnknownRecipient
 from mailboxes.events import Event, EventDraft, JobFinished, JobStarted, draft
@@ -95,9 +99,11 @@ class Jobs(pykka.ThreadingActor):
         sandbox: Sandbox | None = None,
         root: Path | None = None,
         adopt: Callable[[str], bool] | None = None,
+        command_env: CommandEnv | None = None,
     ) -> None:
         super().__init__()
         self._adopt = adopt
+        self._command_env = command_env
         self._store = store
         self._deliver = deliver
         self._dir = Path(jobs_dir)
@@ -170,6 +176,7 @@ class Jobs(pykka.ThreadingActor):
             mark=self._mark(job_id),
             shell=self._shell,
             wrapper=wrapper,
+            command_env=self._command_env,
         )
         run = _Running(
             job_id,

@@ -5,7 +5,9 @@ ties both together is ``actors.jobs.actor``.
 
 A job runs as ``/bin/bash -c COMMAND`` in a new session (so its own process group, pgid = pid),
 stdin ``/dev/null``, stdout and stderr appended straight to its log file by the kernel (no pump
-thread), and the environment of the ``bash`` tool plus ``TEAMCTL_JOB_ID=<job_id>``.
+thread; the log is created with mode 0600), and the environment of the ``bash`` tool (no model
+credentials, the settings' ``env``: ``harness.shell.environment``) plus
+``TEAMCTL_JOB_ID=<job_id>``.
 
 Killing: the process group, plus every process of ours whose environment still carries the job's
 marker — that catches children that left the group with ``setsid``/``setpgid``. Without the
@@ -27,6 +29,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.shell.environment import CommandEnv
 from harness.tools.bash import SHELL_ENV
 
 MARKER = "TEAMCTL_JOB_ID"
@@ -47,21 +50,25 @@ def spawn(
     mark: str,
     shell: str = "/bin/bash",
     wrapper: Sequence[str] = (),
+    command_env: CommandEnv | None = None,
 ) -> subprocess.Popen[bytes]:
-    """Start ``command`` in its own session with output appended to ``log_path`` and
-    ``MARKER=mark`` in its environment. ``wrapper`` goes before the shell (the sandbox's
-    ``bwrap ... --``); with ``--die-with-parent`` in it, the job dies when the calling *thread*
-    ends, so call this from a thread that lives as long as the job."""
+    """Start ``command`` in its own session with output appended to ``log_path`` (mode 0600)
+    and ``MARKER=mark`` in its environment, which ``command_env`` builds (default: without the
+    model credentials). ``wrapper`` goes before the shell (the sandbox's ``bwrap ... --``); with
+    ``--die-with-parent`` in it, the job dies when the calling *thread* ends, so call this from
+    a thread that lives as long as the job."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    env = (command_env or CommandEnv()).environment(extra={**SHELL_ENV, MARKER: mark})
     try:
+        os.fchmod(fd, 0o600)  # a log left by an older version may be readable by others
         return subprocess.Popen(
             [*wrapper, shell, "-c", command],
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=fd,
             stderr=subprocess.STDOUT,
-            env={**os.environ, **SHELL_ENV, MARKER: mark},
+            env=env,
             start_new_session=True,
             close_fds=True,
         )

@@ -335,6 +335,8 @@ class AgentActor(pykka.ThreadingActor):
             return
         if not self.start_turn(follow_up):
             self._settle()
+            if not self.in_turn and not self.dead:  # Notification hooks: waiting for input
+                self.agent.notify("idle_prompt", f"{self.name} is idle, waiting for input")
 
     def fail(self, error: str, *, restart: bool = True) -> None:
         """Give up on this incarnation: the Supervisor takes over (``restart`` False: it does

@@ -74,9 +74,10 @@ class Background:
             jobs_dir=team_dir / "jobs",
             clock=self._clock,
             ids=UuidIds(),
-            sandbox=Sandbox(self._settings.sandbox),
+            sandbox=Sandbox(self._settings.bash_sandbox),
             root=self._team.repo.root,
             adopt=adopt,
+            command_env=self._settings.child_env(),
         )
         self.job_runner = JobsRunner(self.jobs)
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from harness.agent import Agent, AgentConfig
 from harness.host_setup import install_mcp_tools, install_sandbox, open_mcp
 from harness.ports import ModelClient
+from harness.shell.environment import COMMAND_ENV_KEY
 from teamctl_base.clock import new_id
 
 if TYPE_CHECKING:
@@ -127,7 +128,7 @@ def open_team_mcp(root: Path, settings: Settings) -> McpManager | None:
     from harness.mcp.config import McpError
 
     try:
-        return open_mcp(root, settings.mcp_servers)
+        return open_mcp(root, settings.mcp_servers, settings.child_env())
     except McpError as exc:
         raise TeamError(f"MCP servers: {exc}") from exc
 
@@ -180,7 +181,10 @@ def hooks_for(settings: Settings) -> HookRunner:
     from harness.hooks import HookRunner
     from harness.settings import HookSettings
 
-    return HookRunner(settings=HookSettings.parse(settings.to_json().get("hooks") or {}))
+    return HookRunner(
+        settings=HookSettings.parse(settings.to_json().get("hooks") or {}),
+        env=settings.child_env().environment(),
+    )
 
 
 @dataclass(frozen=True)
@@ -243,7 +247,8 @@ def build_agent(
         resume=resume,
     )
     try:
-        install_sandbox(agent, settings.sandbox)
+        install_sandbox(agent, settings.bash_sandbox)
+        agent.tool_context.extra[COMMAND_ENV_KEY] = settings.child_env()
         if mcp is not None:
             install_mcp_tools(agent, mcp, plan.tools)
     except BaseException:

@@ -289,7 +289,13 @@ class HumanDesk:
         mode = self._mode or perms.default_mode
 
         def check(allow: Sequence[str]) -> str:
-            built = Permissions(allow=allow, ask=perms.ask, deny=perms.deny, mode=mode)
+            built = Permissions(
+                allow=allow,
+                ask=perms.ask,
+                deny=perms.deny,
+                mode=mode,
+                extra_roots=perms.additional_directories,
+            )
             return built.check(request, ctx).decision
 
         if check(perms.allow) == "allow" or check((*perms.allow, *rules)) != "allow":

@@ -494,22 +494,16 @@ class Teammate(AgentActor):
     # -- protocols -----------------------------------------------------------------------------
 
     def _idle_hook(self, text: str) -> str | None:
-        runner = self.hook_runner
-        if runner is None or not runner.has_hooks("TeammateIdle"):
-            return None
-        out = runner.run(
-            "TeammateIdle",
-            {
-                "cwd": str(self.agent.cwd),
-                "agent_name": self.name,
-                "teammate_name": self.name,
-                "task_id": self.task_id,
-                "last_assistant_message": text,
-            },
+        from actors.tools.hooks import run_teammate_idle_hook
+
+        return run_teammate_idle_hook(
+            self.hook_runner,
+            self.name,
+            self._held(),
+            text,
+            cwd=self.agent.cwd,
+            session=self.agent.hook_session(),
         )
-        if out.blocked:
-            return out.reason or "A TeammateIdle hook asks you to keep working."
-        return None
 
     def _accept_shutdown(self, request: Envelope) -> None:
         self._stopping = True

@@ -1,9 +1,12 @@
 """What every team tool shares: the seat it acts from, error handling, task views, and the
 tools both the lead and teammates have (``list_tasks``, ``get_task``, ``send_message``).
 
-Team tools follow the harness tool contract. They touch no files, so they count as read-only for
-plan mode (a teammate waiting for plan approval can still read the board, message and submit its
-plan); the ones that finish work (``complete_task``) are not. Domain errors (``TeamError``,
+Team tools follow the harness tool contract, fail-closed: a tool is ``read_only`` only when it
+changes nothing (``list_tasks``, ``get_task``, ``list_teammates``, ``list_crons``), and may run
+while its agent plans (``plan`` mode, or a plan waiting for approval) only when it is read-only or
+says ``plan_safe``: the coordination a planning teammate needs (``claim_task``,
+``release_task``, ``send_message``, ``submit_plan``). Everything else, such as ``complete_task``,
+``create_task`` or ``spawn_teammate``, is refused while planning. Domain errors (``TeamError``,
 ``MailboxesError``) become a ``ToolError``: the model reads one clean line.
 """
 
@@ -50,7 +53,10 @@ class Input(Frozen):
 class TeamTool(Tool[Args]):
     """A tool acting for ``seat.agent``. Subclasses implement ``call``."""
 
-    read_only: ClassVar[bool] = True
+    read_only: ClassVar[bool] = False
+    """Changes nothing at all (a new tool that does not say so counts as changing things)."""
+    plan_safe: ClassVar[bool] = False
+    """Changes only what planning needs, so it may run while the agent plans."""
     concurrency_safe: ClassVar[bool] = False
 
     def __init__(self, seat: Seat) -> None:
@@ -70,8 +76,11 @@ class TeamTool(Tool[Args]):
     def is_concurrency_safe(self, args: Args) -> bool:
         return self.concurrency_safe
 
+    def allowed_in_plan(self, args: Args) -> bool:
+        return self.read_only or self.plan_safe
+
     def permission_request(self, args: Args, ctx: ToolContext) -> PermissionRequest:
-        return PermissionRequest(tool=self.name, kind="other", read_only=self.read_only)
+        return PermissionRequest(tool=self.name, kind="other", read_only=self.allowed_in_plan(args))
 
     def run(self, args: Args, ctx: ToolContext) -> ToolOutput:
         try:
@@ -166,6 +175,7 @@ class ListTasksTool(TeamTool[ListTasksInput]):
         "in_progress, completed), owner, dependencies."
     )
     input_model = ListTasksInput
+    read_only = True
     concurrency_safe = True
 
     def call(self, args: ListTasksInput, ctx: ToolContext) -> ToolOutput:
@@ -201,6 +211,7 @@ class GetTaskTool(TeamTool[GetTaskInput]):
         "plan state and summary."
     )
     input_model = GetTaskInput
+    read_only = True
     concurrency_safe = True
 
     def call(self, args: GetTaskInput, ctx: ToolContext) -> ToolOutput:
@@ -220,6 +231,7 @@ class SendMessageTool(TeamTool[SendMessageInput]):
         "inbox and wakes them. Your final answer is NOT seen by others: use this to tell them."
     )
     input_model = SendMessageInput
+    plan_safe = True
 
     def call(self, args: SendMessageInput, ctx: ToolContext) -> ToolOutput:
         if args.to == self.agent:

@@ -87,6 +87,7 @@ class ListTeammatesTool(TeamTool[ListTeammatesInput]):
         "tokens used."
     )
     input_model = ListTeammatesInput
+    read_only = True
     concurrency_safe = True
 
     def call(self, args: ListTeammatesInput, ctx: ToolContext) -> ToolOutput:
@@ -226,6 +227,7 @@ class CreateTaskTool(TeamTool[CreateTaskInput]):
             blocked_by=args.blocked_by,
             role=args.role,
             cwd=ctx.cwd,
+            ctx=ctx,
         )
         if refusal is not None:
             raise ToolError(f"task refused by a TaskCreated hook: {refusal}")
@@ -302,6 +304,7 @@ class ListCronsTool(TeamTool[ListCronsInput]):
     name = "list_crons"
     description = "List scheduled cron jobs as JSON."
     input_model = ListCronsInput
+    read_only = True
     concurrency_safe = True
 
     def call(self, args: ListCronsInput, ctx: ToolContext) -> ToolOutput:

@@ -48,6 +48,7 @@ class ClaimTaskTool(TeamTool[ClaimTaskInput]):
         "time. If someone was faster, the answer says so: pick another."
     )
     input_model = ClaimTaskInput
+    plan_safe = True
 
     def call(self, args: ClaimTaskInput, ctx: ToolContext) -> ToolOutput:
         board = self.services.board
@@ -75,12 +76,12 @@ class CompleteTaskTool(TeamTool[CompleteTaskInput]):
         "become ready. A TaskCompleted hook may refuse with feedback: address it and retry."
     )
     input_model = CompleteTaskInput
-    read_only = False  # finishing work is not allowed while a plan is pending
+    # not plan_safe: finishing work is not allowed while a plan is pending
 
     def call(self, args: CompleteTaskInput, ctx: ToolContext) -> ToolOutput:
         task = _held(self, args.task_id)
         feedback = run_task_completed_hook(
-            self.seat.hooks, self.agent, task, args.summary, cwd=ctx.cwd
+            self.seat.hooks, self.agent, task, args.summary, cwd=ctx.cwd, ctx=ctx
         )
         if feedback is not None:
             return ToolOutput(
@@ -118,6 +119,7 @@ class ReleaseTaskTool(TeamTool[ReleaseTaskInput]):
     name = "release_task"
     description = "Give back the task you hold, unfinished, so someone else can claim it."
     input_model = ReleaseTaskInput
+    plan_safe = True
 
     def call(self, args: ReleaseTaskInput, ctx: ToolContext) -> ToolOutput:
         task = _held(self, args.task_id)
@@ -138,6 +140,7 @@ class SubmitPlanTool(TeamTool[SubmitPlanInput]):
         "use read-only tools. The answer arrives as a plan_approval_response message."
     )
     input_model = SubmitPlanInput
+    plan_safe = True
 
     def call(self, args: SubmitPlanInput, ctx: ToolContext) -> ToolOutput:
         task = self.services.board.refresh().holding(self.agent)

@@ -82,7 +82,12 @@ class Compaction:
 
 
 PreCompactHook = Callable[[Trigger], str | None]
-"""Called before a summary compaction; may return extra summarising instructions."""
+"""Called before a summary compaction; may return extra summarising instructions, or raise
+``CompactionBlocked`` (a PreCompact hook's block: no summary this time)."""
+
+
+class CompactionBlocked(Exception):
+    """Raised by a ``PreCompactHook`` to skip this summary (a reactive one then fails)."""
 
 
 class Compactor:
@@ -140,7 +145,10 @@ class Compactor:
         cut = choose_cut(messages, int(self.config.context_window * self.config.keep_recent_ratio))
         if cut is None:
             return None
-        hook_text = self.pre_compact(trigger) if self.pre_compact else None
+        try:
+            hook_text = self.pre_compact(trigger) if self.pre_compact else None
+        except CompactionBlocked:
+            return None
         instructions = SUMMARY_INSTRUCTIONS
         for more in (hook_text, extra):
             if more:

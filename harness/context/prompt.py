@@ -1,9 +1,10 @@
 """What the model sees: the system prompt, token accounting, the pairing check, result spilling.
 
-The system prompt is two blocks: a static one (identity, tool guidance) marked as a prompt-cache
-breakpoint, then a dynamic tail rebuilt before every call from provider callbacks (workspace,
-live team state, skills catalog, memory index). Compaction itself lives in
-``harness.context.compaction``; this module holds the pieces it and the loop share.
+The system prompt is two blocks: a static one (identity, tool guidance, then static sections such
+as the memory guidance and the project instructions of ``harness.context.instructions``, fixed for
+the session) marked as a prompt-cache breakpoint, then a dynamic tail rebuilt before every call
+from provider callbacks (workspace, live team state, skills catalog, memory index). Compaction
+itself lives in ``harness.context.compaction``; this module holds the pieces it and the loop share.
 """
 
 from __future__ import annotations
@@ -37,11 +38,19 @@ class PairingError(HarnessError):
 
 @dataclass
 class SystemPrompt:
-    """Static identity + tool guidance (cached) and named dynamic sections (rebuilt per call)."""
+    """Static identity + tool guidance + static sections (cached) and named dynamic sections
+    (rebuilt per call)."""
 
     identity: str
     tool_guidance: str = ""
     sections: list[tuple[str, Provider]] = field(default_factory=list)
+    static_sections: list[tuple[str, str]] = field(default_factory=list)
+
+    def add_static(self, title: str, text: str) -> None:
+        """Append a section to the static block (left out when ``text`` is blank); its text is
+        fixed from now on, so the cached prefix stays byte-identical for the session."""
+        if text.strip():
+            self.static_sections.append((title, text.strip()))
 
     def add_section(self, title: str, provider: Provider) -> None:
         """Append a dynamic section; sections render in the order added."""
@@ -51,6 +60,8 @@ class SystemPrompt:
         static = (
             self.identity if not self.tool_guidance else f"{self.identity}\n\n{self.tool_guidance}"
         )
+        for title, text in self.static_sections:
+            static += f"\n\n# {title}\n{text}"
         parts = []
         for title, provider in self.sections:
             text = provider().strip()

@@ -12,6 +12,14 @@ with ``McpServerCrashed`` and is restarted on the next use; a failed start is re
 way; after ``max_restarts`` restarts the server stays failed. ``close`` stops every server (the SDK
 closes stdin, then terminates and kills the process group) and the loop thread.
 
+A configured entry that is not a valid server (``McpConfig.invalid``) is ``failed`` from the start,
+with its reason; ``from_config`` logs one warning line per such entry and per ignored key.
+
+Environment of a stdio server: what Claude Code gives one, this process's environment and the
+entry's ``env`` (``${VAR}`` expanded), plus ``CLAUDE_PROJECT_DIR`` (the root), minus the model
+credentials and the settings' secrets (``harness.shell.environment``; a server's own ``env`` may
+pass one on explicitly, e.g. ``"GITHUB_TOKEN": "${GITHUB_TOKEN}"``). Server logs are mode 0600.
+
 ``import mcp`` is slow, so it happens only inside the loop thread, when a server is first used;
 the functions at the end of this module (transports, paged listings, error classification) are
 the only ones that touch the SDK, and run there.
@@ -35,8 +43,9 @@ from harness.mcp.config import (
     McpError,
     McpOptions,
     McpServerConfig,
-    load_mcp_servers,
+    load_mcp_config,
 )
+from harness.shell.environment import CommandEnv
 
 __all__ = [
     "McpCallError",
@@ -110,7 +119,7 @@ _SLACK_S = 5.0
 @dataclass
 class _Conn:
     name: str
-    config: McpServerConfig
+    config: McpServerConfig | None  # None: an invalid entry, failed for good
     lock: threading.Lock = field(default_factory=threading.Lock)
     state: State = "idle"
     error: str | None = None
@@ -136,12 +145,21 @@ class McpManager:
         options: McpOptions | None = None,
         environ: Mapping[str, str] | None = None,
         log_dir: Path | None = None,
+        invalid: Mapping[str, str] | None = None,
+        command_env: CommandEnv | None = None,
     ) -> None:
+        """``environ``: where ``${VAR}`` is looked up (default: this process's environment with
+        the settings' ``env`` on top); ``invalid``: disabled entries, name → why;
+        ``command_env``: the environment policy of stdio servers (default: no credentials)."""
         self.root = root
         self.options = options or McpOptions()
+        self.command_env = command_env or CommandEnv()
         self.environ = environ
         self.log_dir = log_dir
-        self._conns = {name: _Conn(name, cfg) for name, cfg in sorted(servers.items())}
+        conns = {name: _Conn(name, cfg) for name, cfg in servers.items()}
+        for name, why in (invalid or {}).items():
+            conns[name] = _Conn(name, None, state="failed", error=why)
+        self._conns = dict(sorted(conns.items()))
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._guard = threading.Lock()
@@ -154,11 +172,22 @@ class McpManager:
         settings_servers: Mapping[str, Any] | None = None,
         *,
         options: McpOptions | None = None,
+        command_env: CommandEnv | None = None,
     ) -> McpManager:
         """The servers of ``<root>/.mcp.json`` and the settings' ``mcpServers``, with server
-        stderr logged to ``<root>/.team/mcp/<name>.log``; ``McpConfigError`` for a bad file."""
-        servers = load_mcp_servers(root, settings_servers)
-        return cls(servers, root=root, options=options, log_dir=root / ".team" / "mcp")
+        stderr logged to ``<root>/.team/mcp/<name>.log``. A bad entry disables that server (one
+        warning line); ``McpConfigError`` only for a file that is not JSON."""
+        config = load_mcp_config(root, settings_servers)
+        for line in (*config.warnings, *config.invalid.values()):
+            log.warning("%s", line)
+        return cls(
+            config.servers,
+            root=root,
+            options=options,
+            log_dir=root / ".team" / "mcp",
+            invalid=config.invalid,
+            command_env=command_env,
+        )
 
     # -- public, sync ------------------------------------------------------------------------
 
@@ -206,7 +235,7 @@ class McpManager:
         c = self._conns[name]
         return ServerStatus(
             name=c.name,
-            transport=c.config.type,
+            transport=c.config.type if c.config is not None else "invalid",
             state=c.state,
             error=c.error,
             restarts=c.restarts,
@@ -302,8 +331,12 @@ class McpManager:
 
     def _start(self, conn: _Conn) -> None:
         """Start ``conn`` and wait for its handshake (caller holds ``conn.lock``)."""
+        assert conn.config is not None  # invalid entries are failed and never started
+        environ = self.environ
+        if environ is None:
+            environ = {**os.environ, **self.command_env.env}
         try:
-            config = conn.config.expanded(conn.name, self.environ)
+            config = conn.config.expanded(conn.name, environ)
         except McpConfigError as exc:
             conn.state, conn.error = "failed", str(exc)
             raise
@@ -346,7 +379,13 @@ class McpManager:
             try:
                 self.log_dir.mkdir(parents=True, exist_ok=True)
                 conn.log_path = self.log_dir / f"{conn.name}.log"
-                errlog = open(conn.log_path, "a", encoding="utf-8")  # noqa: SIM115
+                flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+                errlog = os.fdopen(os.open(conn.log_path, flags, 0o600), "a", encoding="utf-8")
+                try:
+                    os.fchmod(errlog.fileno(), 0o600)  # a log an older version left readable
+                except OSError:
+                    errlog.close()
+                    raise
                 conn.log_start = errlog.seek(0, os.SEEK_END)
                 return errlog
             except OSError:
@@ -368,7 +407,8 @@ class McpManager:
         conn.stop = stop = asyncio.Event()
         try:
             async with contextlib.AsyncExitStack() as stack:
-                read, write = await stack.enter_async_context(_transport(self.root, config, errlog))
+                transport = _transport(self.root, config, errlog, self.command_env)
+                read, write = await stack.enter_async_context(transport)
                 session = await stack.enter_async_context(ClientSession(read, write))
                 with anyio.fail_after(self.options.init_timeout_s):
                     init = await session.initialize()
@@ -440,13 +480,15 @@ def _log_tail(conn: _Conn) -> str:
 # --- the SDK side: transports, paged listings, errors (run on the loop thread) ---------------
 
 
-def _transport(root: Path, config: McpServerConfig, errlog: TextIO) -> Any:
+def _transport(root: Path, config: McpServerConfig, errlog: TextIO, command_env: CommandEnv) -> Any:
     if config.type == "stdio":
         from mcp import StdioServerParameters, stdio_client
 
         cwd = root / config.cwd if config.cwd else root
+        # The SDK adds its few defaults (PATH, HOME, SHELL, TERM, USER, LOGNAME) under these.
+        env = command_env.environment(extra={"CLAUDE_PROJECT_DIR": str(root), **config.env})
         params = StdioServerParameters(
-            command=config.command or "", args=list(config.args), env=config.env, cwd=cwd
+            command=config.command or "", args=list(config.args), env=env, cwd=cwd
         )
         return stdio_client(params, errlog=errlog)
     if config.type == "sse":

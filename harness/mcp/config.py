@@ -10,7 +10,13 @@ The file format is the one other agent tools use::
 Servers from settings override servers of the same name from ``.mcp.json``. ``${VAR}`` and
 ``${VAR:-default}`` are expanded in ``command``, ``args``, ``env``, ``url`` and ``headers`` when the
 server is started (not when the file is read), so one server with a missing variable does not stop
-the others; the error names the server, the variable and the key that uses it.
+the others; the error names the server, the variable and the key that uses it. (Claude Code
+refuses the whole file for a missing variable; we fail only that server.)
+
+Entries as found in the wild (``load_mcp_config``): a key we do not know (``description``,
+``disabled``, ...) is ignored with a warning, as Claude Code ignores it; an entry that is not a
+valid server (no ``command``, a ``url`` without ``type``, a wrong type) disables that server
+only, with a one-line reason naming it. Only a file that is not JSON at all is an error.
 
 This module imports nothing from the ``mcp`` SDK: reading configuration stays cheap.
 """
@@ -21,6 +27,7 @@ import json
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -57,7 +64,9 @@ class McpServerConfig(Frozen):
     args: tuple[str, ...] = ()
     """Arguments for ``command``."""
     env: dict[str, str] = Field(default_factory=dict)
-    """Extra environment for ``command`` (on top of a minimal inherited one: PATH, HOME, ...)."""
+    """Extra environment for ``command``, on top of what every server gets: this process's
+    environment without the model credentials and the secrets of the settings, the settings'
+    ``env`` and ``CLAUDE_PROJECT_DIR`` (see ``harness.shell.environment``)."""
     cwd: str | None = None
     """Working directory for ``command`` (relative to the repository root; default: the root)."""
     url: str | None = None
@@ -68,6 +77,8 @@ class McpServerConfig(Frozen):
     @model_validator(mode="after")
     def _endpoint(self) -> McpServerConfig:
         if self.type == "stdio" and not self.command:
+            if self.url:
+                raise ValueError('a server with `url` needs `type` "http" or "sse"')
             raise ValueError("a stdio MCP server needs `command`")
         if self.type != "stdio" and not self.url:
             raise ValueError(f"an {self.type} MCP server needs `url`")
@@ -121,33 +132,72 @@ class McpOptions(Frozen):
     """Longer tool descriptions from a server are cut to this length."""
 
 
-def _parse_servers(raw: Any, source: str) -> dict[str, McpServerConfig]:
+_KNOWN_KEYS = frozenset(McpServerConfig.model_fields)
+
+
+@dataclass(frozen=True)
+class McpConfig:
+    """Every configured server: the valid ones, the disabled ones (name → why, one line) and
+    warnings about ignored keys."""
+
+    servers: dict[str, McpServerConfig] = field(default_factory=dict)
+    invalid: dict[str, str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> list[str]:
+        """Every configured server name (valid or not), sorted."""
+        return sorted({*self.servers, *self.invalid})
+
+    def over(self, below: McpConfig) -> McpConfig:
+        """This configuration on top of ``below``: a server named here replaces its namesake."""
+        mine = {*self.servers, *self.invalid}
+        return McpConfig(
+            servers={**{k: v for k, v in below.servers.items() if k not in mine}, **self.servers},
+            invalid={**{k: v for k, v in below.invalid.items() if k not in mine}, **self.invalid},
+            warnings=(*below.warnings, *self.warnings),
+        )
+
+
+def _parse_servers(raw: Any, source: str) -> McpConfig:
     if raw is None:
-        return {}
+        return McpConfig()
     if not isinstance(raw, Mapping):
         raise McpConfigError(f"{source}: `mcpServers` must be an object of servers by name")
     servers: dict[str, McpServerConfig] = {}
+    invalid: dict[str, str] = {}
+    warnings: list[str] = []
     for name, entry in raw.items():
+        label = f"{source}: MCP server {name!r}"
         if not isinstance(name, str) or not name.strip():
-            raise McpConfigError(f"{source}: an MCP server needs a non-empty name")
+            invalid[str(name)] = f"{source}: an MCP server needs a non-empty name; disabled"
+            continue
+        if not isinstance(entry, Mapping):
+            invalid[name] = f"{label}: expected an object; disabled"
+            continue
+        unknown = sorted(str(k) for k in entry if k not in _KNOWN_KEYS)
+        if unknown:
+            warnings.append(f"{label}: ignoring unknown key(s) {', '.join(unknown)}")
         try:
-            servers[name] = McpServerConfig.model_validate(entry)
+            known = {k: v for k, v in entry.items() if k in _KNOWN_KEYS}
+            servers[name] = McpServerConfig.model_validate(known)
         except ValidationError as exc:
             parts = []
             for err in exc.errors(include_url=False):
-                key = ".".join(str(p) for p in err["loc"]) or "(entry)"
-                what = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-                parts.append(f"{key}: {what}")
-            raise McpConfigError(f"{source}: MCP server {name!r}: {'; '.join(parts)}") from exc
-    return servers
+                msg = err["msg"].removeprefix("Value error, ")
+                key = ".".join(str(p) for p in err["loc"])
+                parts.append(f"{key}: {msg}" if key else msg)
+            invalid[name] = f"{label}: {'; '.join(parts)}; disabled"
+    return McpConfig(servers, invalid, tuple(warnings))
 
 
-def read_mcp_json(path: Path) -> dict[str, McpServerConfig]:
-    """The servers of one ``.mcp.json`` file (a missing file has none)."""
+def read_mcp_json(path: Path) -> McpConfig:
+    """The servers of one ``.mcp.json`` file (a missing file has none); ``McpConfigError`` only
+    when the file cannot be read or is not a JSON object."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return {}
+        return McpConfig()
     except OSError as exc:
         raise McpConfigError(f"{path}: cannot read: {exc}") from exc
     try:
@@ -159,19 +209,26 @@ def read_mcp_json(path: Path) -> dict[str, McpServerConfig]:
     return _parse_servers(data.get("mcpServers"), str(path))
 
 
-def load_mcp_servers(
-    root: Path, settings_servers: Mapping[str, Any] | None = None
-) -> dict[str, McpServerConfig]:
+def load_mcp_config(root: Path, settings_servers: Mapping[str, Any] | None = None) -> McpConfig:
     """Servers from ``<root>/.mcp.json`` and then ``settings_servers`` (the ``mcpServers`` value
     of the settings, raw JSON or already-validated models dumped to JSON); later ones win."""
-    servers = read_mcp_json(root / MCP_JSON)
+    config = read_mcp_json(root / MCP_JSON)
     if settings_servers:
         plain = {
             k: v.model_dump(mode="json") if isinstance(v, BaseModel) else v
             for k, v in settings_servers.items()
         }
-        servers.update(_parse_servers(plain, "settings mcpServers"))
-    return dict(sorted(servers.items()))
+        config = _parse_servers(plain, "settings mcpServers").over(config)
+    return McpConfig(
+        dict(sorted(config.servers.items())), dict(sorted(config.invalid.items())), config.warnings
+    )
+
+
+def load_mcp_servers(
+    root: Path, settings_servers: Mapping[str, Any] | None = None
+) -> dict[str, McpServerConfig]:
+    """The valid servers of ``load_mcp_config`` (disabled entries left out)."""
+    return load_mcp_config(root, settings_servers).servers
 
 
 # -- names -------------------------------------------------------------------------------------

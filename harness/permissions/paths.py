@@ -136,6 +136,20 @@ class PathPattern:
             anchored = True
         return cls(spec, root, body or "**", anchored)
 
+    def fixed_part(self) -> Path:
+        """The deepest path every match lies in or below (the path itself without wildcards)."""
+        if not self.anchored:
+            return self.base
+        cut = next((i for i, c in enumerate(self.glob) if c in "*?["), None)
+        if cut is None:
+            return self.base / self.glob
+        head = self.glob[:cut]
+        return self.base / head.rsplit("/", 1)[0] if "/" in head else self.base
+
+    def glob_free(self) -> bool:
+        """The pattern names one path (``./.env``), so ``fixed_part`` is all it matches."""
+        return self.anchored and not any(c in self.glob for c in "*?[")
+
     def matches(self, path: Path) -> bool:
         """True when ``path`` (absolute) or one of its ancestors below the base matches."""
         if not inside(path, self.base):

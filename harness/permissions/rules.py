@@ -1,11 +1,17 @@
-"""Permission rules: ``Tool`` or ``Tool(specifier)``, with the names other agent tools use.
+"""Permission rules: ``Tool`` or ``Tool(specifier)``, with the names Claude Code uses.
 
 Tool names are the ones the model sees (``bash``, ``read_file``, ``mcp__server__tool``, team tool
 names), a glob over them (``mcp__server__*``), a bare MCP server (``mcp__server`` covers all its
-tools) or a familiar alias: ``Bash``; ``Read`` (every tool that reads files: ``read_file``,
-``glob``, ``grep``); ``Edit`` and ``Write`` (every tool that writes files: ``write_file``,
-``edit_file``); ``Glob``; ``Grep``. The specifier is a command pattern for the shell, a
-gitignore-style path pattern for file tools, and a glob over the call's target otherwise.
+tools) or Claude Code's name (``harness.tools.names.OUR_NAMES``): ``Bash``; ``Read`` (every tool
+that reads files: ``read_file``, ``glob``, ``grep``); ``Edit`` and ``Write`` (every tool that
+writes files: ``write_file``, ``edit_file``); ``Glob``; ``Grep``; ``Task`` and ``Agent`` (our
+``task``); ``Skill`` (``load_skill``; ``Skill(name)`` names the skill); ``TodoWrite``.
+
+The specifier is a command pattern for the shell (``CommandPattern``), a gitignore-style path
+pattern for file tools, and a glob over the call's target otherwise (the skill name for
+``load_skill``; ``name:*`` and a trailing `` *`` are prefixes there too). ``Task(type)`` and
+``Agent(type)`` name a subagent type; our ``task`` tool has none, so only the bare rule (or
+``Task(*)``) covers it.
 """
 
 from __future__ import annotations
@@ -18,12 +24,14 @@ from enum import Enum
 from functools import lru_cache
 
 from harness.errors import HarnessError
+from harness.tools.names import OUR_NAMES
 
 SHELL_TOOL = "bash"
 READ_TOOLS = frozenset({"read_file", "glob", "grep"})
 WRITE_TOOLS = frozenset({"write_file", "edit_file"})
 
 _ALIASES: dict[str, frozenset[str]] = {
+    **{claude: frozenset({ours}) for claude, ours in OUR_NAMES.items()},
     "Bash": frozenset({SHELL_TOOL}),
     "Read": READ_TOOLS,
     "Edit": WRITE_TOOLS,
@@ -32,6 +40,7 @@ _ALIASES: dict[str, frozenset[str]] = {
     "Grep": frozenset({"grep"}),
 }
 
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _RULE_RE = re.compile(r"^\s*([A-Za-z0-9_*?\-.]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 
 
@@ -95,6 +104,16 @@ class Rule:
         return any(c in self.tool for c in "*?") and fnmatch.fnmatchcase(tool, self.tool)
 
 
+def target_matches(spec: str, target: str) -> bool:
+    """A glob specifier against a call's target (a skill name): ``name:*`` and ``name *`` also
+    match ``name`` itself, as for shell commands."""
+    for suffix in (":*", " *"):
+        if spec.endswith(suffix) and fnmatch.fnmatchcase(target, spec[: -len(suffix)]):
+            return True
+    spec = spec[:-2] + " *" if spec.endswith(":*") else spec
+    return fnmatch.fnmatchcase(target, spec)
+
+
 def parse_rules(raw: tuple[str, ...] | list[str]) -> tuple[Rule, ...]:
     """Parse a rule list, failing on the first bad rule."""
     return tuple(Rule.parse(r) for r in raw)
@@ -110,7 +129,11 @@ class Match(Enum):
 
 @dataclass(frozen=True)
 class CommandPattern:
-    """A shell specifier: ``git commit:*`` (prefix), ``npm run test`` (exact), ``git * main``."""
+    """A shell specifier: ``git commit:*`` (prefix), ``npm run test`` (exact), ``git * main``.
+
+    ``*`` matches any text, spaces included; a trailing `` *`` also matches nothing (``ls *``
+    matches ``ls`` and ``ls -la`` but not ``lsof``), the same as the legacy ``ls:*``.
+    """
 
     tokens: tuple[str, ...]
     prefix: bool
@@ -127,12 +150,20 @@ class CommandPattern:
             tokens = tuple(shlex.split(text))
         except ValueError:
             tokens = tuple(text.split())
-        if tokens and "/" in tokens[0]:
-            tokens = (tokens[0].rsplit("/", 1)[1], *tokens[1:])
+        # The command name is matched without its directory (`/bin/rm` as `rm`); variable
+        # assignments in front of it (`FOO=1 make:*`) are matched as written.
+        at = next((i for i, t in enumerate(tokens) if not _ASSIGNMENT.match(t)), len(tokens))
+        if at < len(tokens) and "/" in tokens[at]:
+            tokens = (*tokens[:at], tokens[at].rsplit("/", 1)[1], *tokens[at + 1 :])
         regex = None
         if not prefix and "*" in text:
-            joined = " ".join(tokens)
-            regex = re.compile(".*".join(re.escape(part) for part in joined.split("*")), re.DOTALL)
+            joined, tail = " ".join(tokens), ""
+            if joined.endswith(" *"):
+                # Claude Code: a trailing ` *` is a word boundary, so `rm -rf *` matches a bare
+                # `rm -rf` too (as `rm -rf:*` does), but not `rm -rfx`.
+                joined, tail = joined[:-2], "(?: .*)?"
+            body = ".*".join(re.escape(part) for part in joined.split("*"))
+            regex = re.compile(body + tail, re.DOTALL)
         return cls(tokens=tokens, prefix=prefix, regex=regex)
 
     def match(self, words: tuple[str | None, ...]) -> Match:

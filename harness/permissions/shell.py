@@ -4,6 +4,15 @@ A part is a simple command (matched against ``Bash(...)`` rules on every wrapper
 read-only list), a redirection target (checked as a file write or read) or a file argument of a
 read-only command (checked as a read). The strictest part decides.
 
+While a ``Read`` deny rule exists, every command's file operands are checked against it, in or
+outside the root (``_denied_reads``): ``cat .env``, ``cat .en*`` (a glob is expanded against the
+files there now, braces too), ``grep -r x .``, ``rg x``, ``git grep``, ``cp -r``, ``tar`` over a
+directory holding a denied file, ``cat ~/.ssh/id_rsa``. Commands that only list names (``ls``,
+``find``, ``stat``, ...) may show a denied file's name, never its content. A content reader whose
+file is only known at run time (``cat $F``, ``xargs cat``, ``find -exec cat``) is an ``ask`` that
+``bypassPermissions`` refuses. As in Claude Code, a program that opens files itself (a script)
+is not covered: the sandbox is the boundary there.
+
 A command that is not read-only is also refused when its arguments name a protected control file
 (``harness.permissions.paths.PROTECTED_PATTERNS``: ``.git`` config and hooks, ``.team``,
 ``.mcp.json``, ``.claude`` settings: the files which make the next process run code), e.g.
@@ -22,7 +31,7 @@ from typing import TYPE_CHECKING
 from harness.permissions.paths import PathDenied, inside, protected_reason, real_root, resolve
 from harness.permissions.rules import SHELL_TOOL, CommandPattern, Family, Match
 from harness.permissions.verdict import Verdict, strictest
-from harness.shell.parse import ShellAnalysis, SimpleCommand, Word, analyse
+from harness.shell.parse import ShellAnalysis, SimpleCommand, Word, analyse, command_name
 from harness.tools.base import ToolContext
 
 if TYPE_CHECKING:
@@ -216,6 +225,26 @@ def _command_verdict(
                 return Verdict("deny", why, "rule", rule.raw), False, cwd
             if m is Match.MAYBE and maybe is None:
                 maybe = rule.raw
+    reads = _denied_reads(perms, cmd, root, cwd) if perms.has_read_deny else None
+    if reads is not None and reads.decision == "deny":
+        return reads, False, cwd
+    v, read_only, next_cwd = _rules_verdict(perms, cmd, root, cwd, ctx, layers, maybe)
+    if reads is not None and v.decision != "deny":
+        v = reads  # an ask that no allow rule or mode may answer for the approver
+    return v, read_only, next_cwd
+
+
+def _rules_verdict(
+    perms: Permissions,
+    cmd: SimpleCommand,
+    root: Path,
+    cwd: Path | None,
+    ctx: ToolContext,
+    layers: tuple[tuple[Word, ...], ...],
+    maybe: str | None,
+) -> tuple[Verdict, bool, Path | None]:
+    """The command's verdict once no deny rule matched it: read-only list, control files, the
+    rule that might match, ask and allow rules (allow only past assignments it names)."""
     read_only, next_cwd, arg_verdict = _read_only_check(perms, cmd, root, cwd, ctx)
     if arg_verdict.decision == "deny":
         return arg_verdict, False, next_cwd
@@ -227,7 +256,7 @@ def _command_verdict(
         why = (
             f"`{cmd.display()}` has parts only known at run time and might match deny rule {maybe}"
         )
-        return Verdict("ask", why, "rule", maybe), False, next_cwd
+        return Verdict("ask", why, "analysis", maybe), False, next_cwd
     for rule in perms.ask:
         if rule.covers(SHELL_TOOL, Family.SHELL) and (
             rule.specifier is None
@@ -244,7 +273,7 @@ def _command_verdict(
     for rule in perms.allow:
         if rule.covers(SHELL_TOOL, Family.SHELL) and (
             rule.specifier is None
-            or CommandPattern.parse(rule.specifier).match(cmd.words()) is Match.YES
+            or CommandPattern.parse(rule.specifier).match(_allow_words(cmd)) is Match.YES
         ):
             return (
                 Verdict("allow", f"allowed by rule {rule.raw}", "rule", rule.raw),
@@ -256,6 +285,209 @@ def _command_verdict(
     if arg_verdict.decision == "ask":
         return arg_verdict, False, next_cwd
     return Verdict("ask", f"`{cmd.display()}` needs approval"), False, next_cwd
+
+
+def _allow_words(cmd: SimpleCommand) -> tuple[str | None, ...]:
+    """The words an allow rule must match: the command after the wrappers Claude Code strips,
+    with the variables it is given in front (``FOO=1 docker ps``, ``env FOO=1 docker ps``), so
+    ``Bash(docker ps:*)`` does not allow ``DOCKER_HOST=evil docker ps``. Deny and ask rules
+    match past the assignments (they are matched against ``cmd.words``)."""
+    given: list[str | None] = [w.literal for w in cmd.assignments]
+    for layer in cmd.layers[:-1]:
+        if layer and command_name(layer[0].text) == "env":
+            given += [w.literal for w in layer[1:] if w.dynamic or "=" in w.text]
+    return (*given, *cmd.words())
+
+
+# --- reads of files a deny rule covers --------------------------------------------------------
+
+_NAME_ONLY = frozenset({"ls", "find", "tree", "stat", "du", "df", "realpath", "readlink", "cd"})
+"""Commands that show names or sizes, never contents (their path operands are still checked as
+reads by ``_args_verdict``, so ``ls secrets`` is refused under ``Read(./secrets/**)``)."""
+_CONTENT_READERS = (_READERS - _NAME_ONLY) | frozenset(
+    {"sed", "awk", "gawk", "mawk", "less", "more", "xxd", "od", "hexdump", "strings", "base64",
+     "base32", "cp", "scp", "rsync", "tar", "zip", "dd", "iconv", "jq", "yq", "paste", "join",
+     "fold", "rev", "zcat", "gzip", "bzip2", "xz", "openssl", "gpg", "curl", "vi", "vim", "nano",
+     "ag", "ack", "git", "bat", "source"}
+)  # fmt: skip
+"""Commands that show or copy a file's content: a file operand only known at run time might be
+a denied file."""
+_TREE_READERS = frozenset({"rg", "ag", "ack", "tar"})
+"""Commands that read every file under a directory operand."""
+_RECURSIVE_FLAGS: dict[str, str] = {
+    "grep": "rR", "egrep": "rR", "fgrep": "rR", "cp": "rRa", "scp": "r", "rsync": "ra",
+    "diff": "r", "zip": "r",
+}  # fmt: skip
+"""Commands that read a directory operand whole with one of these short flags (or
+``--recursive``, ``--dereference-recursive``, ``--archive``, ``-d recurse``)."""
+_VALUED = frozenset(
+    {"-e", "--regexp", "-m", "--max-count", "-A", "-B", "-C", "--after-context",
+     "--before-context", "--context", "--include", "--exclude", "--exclude-dir", "-d",
+     "--directories", "-D", "--devices", "--label", "-t", "--type", "-g", "--glob", "-T",
+     "--type-not", "--color", "--colour"}
+)  # fmt: skip
+"""Options of the grep family whose value is not a file."""
+MAX_GLOB_MATCHES = 5000
+
+
+def _denied_reads(
+    perms: Permissions, cmd: SimpleCommand, root: Path, cwd: Path | None
+) -> Verdict | None:
+    """Deny when the command names a file a ``Read`` deny rule covers (in or outside the root;
+    through a glob that matches one now; or under a directory it reads whole); ``ask`` (source
+    ``analysis``, which ``bypassPermissions`` and ``dontAsk`` refuse) when a content reader's
+    file is only known at run time. ``None``: nothing it names is denied."""
+    name = cmd.name
+    if name in _PURE or name in _NAME_ONLY or not cmd.argv:
+        return None
+    shown = cmd.display()
+    reader = name in _CONTENT_READERS
+    recursive, operands = _operands(name, cmd.argv[1:])
+    unknown: str | None = None
+    for w in operands:
+        if w.dynamic:
+            unknown = unknown or f"`{shown}` reads {w.text!r}, only known at run time"
+            continue
+        values = [w.text]
+        if w.text.startswith("-"):
+            values = [w.text.split("=", 1)[1]] if "=" in w.text else []
+        values += [v[1:] for v in values if v.startswith("@")]  # curl -d @file
+        for value in values:
+            if not value.startswith(("/", "~")) and cwd is None:
+                unknown = unknown or f"`{shown}`: the directory is only known at run time"
+                continue
+            v, more = _denied_value(perms, shown, value, w.glob, recursive, root, cwd or root)
+            if v is not None:
+                return v
+            unknown = unknown or more
+    if recursive and not any(not w.text.startswith("-") for w in operands) and cwd is not None:
+        v, more = _denied_value(perms, shown, ".", False, True, root, cwd)
+        if v is not None:
+            return v
+        unknown = unknown or more
+    if unknown is not None and reader:
+        why = f"{unknown}; it might be a file a deny rule forbids reading"
+        return Verdict("ask", why, "analysis")
+    return None
+
+
+def _operands(name: str, args: tuple[Word, ...]) -> tuple[bool, list[Word]]:
+    """(reads directory operands whole?, the words that may name files: not a grep pattern,
+    not the value of an option that takes no file)."""
+    if name == "git":
+        sub = args[0].literal if args else None
+        return sub == "grep", ([] if sub == "grep" else list(args[1:]))
+    searcher = name in _PATTERN_FIRST or name in ("rg", "ag", "ack")
+    flags = _RECURSIVE_FLAGS.get(name, "")
+    recursive = name in _TREE_READERS
+    pattern_pending = searcher
+    out: list[Word] = []
+    i = 0
+    while i < len(args):
+        w, t = args[i], args[i].text
+        i += 1
+        if w.dynamic or not t.startswith("-") or t == "-":
+            if pattern_pending:
+                pattern_pending = False  # grep PATTERN FILE...: the first operand is no file
+            else:
+                out.append(w)
+            continue
+        if t in ("-e", "--regexp", "-f", "--file"):
+            pattern_pending = False
+        if searcher and t in _VALUED:
+            recursive = recursive or (t in ("-d", "--directories") and args[i : i + 1] != ()
+                                      and args[i].text == "recurse")  # fmt: skip
+            i += 1
+            continue
+        long = t.split("=", 1)[0]
+        if long in ("--recursive", "--dereference-recursive", "--archive") and flags:
+            recursive = True
+        if t == "--directories=recurse" or (not t.startswith("--") and set(t[1:]) & set(flags)):
+            recursive = True
+        out.append(w)
+    return recursive, out
+
+
+def _denied_value(
+    perms: Permissions,
+    shown: str,
+    value: str,
+    is_glob: bool,
+    recursive: bool,
+    root: Path,
+    cwd: Path,
+) -> tuple[Verdict | None, str | None]:
+    """(deny, or None; why the value could not be checked fully, or None) for one operand."""
+    if is_glob:
+        paths, complete = _glob_matches(value, cwd, perms.home)
+        more = None if complete else f"`{shown}`: {value!r} matches too many files to check"
+    else:
+        paths, more = [value], None
+    for path in paths:
+        try:
+            rp = resolve(path, cwd=cwd, home=perms.home)
+        except PathDenied:
+            continue
+        rule = perms.read_rule("", rp, root)
+        if rule is not None:
+            what = f"{value!r} matches a file" if is_glob else f"it reads {value}, which"
+            why = f"`{shown}`: {what} deny rule {rule.raw} forbids reading"
+            return Verdict("deny", why, "rule", rule.raw), None
+        if recursive and os.path.isdir(rp.real):
+            scan = perms.denied_below("", rp.real, root)
+            if scan.rule is not None:
+                why = (
+                    f"`{shown}` reads every file under {path} and deny rule {scan.rule.raw} "
+                    "covers some of them; use the grep tool (it skips files deny rules cover) "
+                    "or name the files to read"
+                )
+                return Verdict("deny", why, "rule", scan.rule.raw), None
+            if not scan.complete:
+                more = more or f"`{shown}` reads more files under {path} than can be checked"
+    return None, more
+
+
+def _glob_matches(pattern: str, cwd: Path, home: Path | None) -> tuple[list[str], bool]:
+    """What an unquoted glob word expands to now (dot files included, as a superset of what
+    the shell would pass), and whether the list is complete."""
+    if pattern == "~" or pattern.startswith("~/"):
+        pattern = str(home or Path.home()) + pattern[1:]
+    found: list[str] = []
+    for alternative in _braces(pattern):
+        if ".." in alternative and "{" in alternative:
+            return found, False  # a sequence expression ({1..9}): not expanded here
+        for match in glob.iglob(alternative, root_dir=cwd, include_hidden=True):
+            found.append(match)
+            if len(found) > MAX_GLOB_MATCHES:
+                return found, False
+        if not any(c in alternative for c in "*?["):
+            found.append(alternative)  # a brace alternative names a file whether it exists or not
+    return found, True
+
+
+def _braces(text: str) -> list[str]:
+    """Bash brace expansion of ``{a,b}`` alternatives (nested too)."""
+    depth, start = 0, -1
+    for i, c in enumerate(text):
+        if c == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif c == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                body, parts, level, last = text[start + 1 : i], [], 0, 0
+                for j, d in enumerate(body):
+                    level += (d == "{") - (d == "}")
+                    if d == "," and level == 0:
+                        parts.append(body[last:j])
+                        last = j + 1
+                if not parts:
+                    continue
+                parts.append(body[last:])
+                head, tail = text[:start], text[i + 1 :]
+                return [x for p in parts for x in _braces(head + p + tail)]
+    return [text]
 
 
 def _read_only_check(
@@ -275,7 +507,7 @@ def _read_only_check(
             rp = resolve(target.text, cwd=cwd or ctx.cwd, home=perms.home)
         except PathDenied as exc:
             return False, None, Verdict("deny", str(exc), "path")
-        if not inside(rp.real, root):
+        if not any(inside(rp.real, area) for area in perms.areas(root)):
             return False, None, Verdict("ask", f"cd leaves the working root ({rp.real})")
         return True, rp.real, ok
     if name == "git":
@@ -314,8 +546,9 @@ def _args_verdict(
             if not w.dynamic and w.text.startswith(("-", "(", "!")):
                 break
             positional.append(w)
-    elif name in _PATTERN_FIRST and not any(w.text in ("-e", "-f") for w in args):
-        positional = positional[1:]
+    elif name in _PATTERN_FIRST or name == "rg":
+        operands = _operands(name, args)[1]
+        positional = [w for w in operands if w.dynamic or not w.text.startswith("-")]
     worst = ok
     for w in positional:
         if w.dynamic:
@@ -330,7 +563,7 @@ def _args_verdict(
             rp = resolve(text or "/", cwd=cwd or root, home=perms.home)
         except PathDenied as exc:
             return Verdict("deny", str(exc), "path")
-        if not inside(rp.real, root):
+        if not any(inside(rp.real, area) for area in perms.areas(root)):
             worst = worst.stricter(
                 Verdict("ask", f"`{name}` reads {rp.real}, outside the working root")
             )

@@ -3,6 +3,7 @@
 - ``parse``: ``analyse``: a command line reduced to its simple commands (``ShellAnalysis``).
 - ``words``: the analyser's values (``Word``, ``SimpleCommand``) and its table of wrappers.
 - ``sandbox``: ``Sandbox``: ``bash`` under bubblewrap where the machine allows it.
+- ``environment``: ``CommandEnv``: the environment of commands, jobs, hooks and MCP servers.
 """
 
-__all__ = ["parse", "sandbox", "words"]
+__all__ = ["environment", "parse", "sandbox", "words"]

@@ -168,12 +168,14 @@ class _Analyser:
         extra: list[Word] | None = None,
     ) -> None:
         argv: list[Word] = []
-        assigns: list[str] = []
+        assigns: list[Word] = []
         reds = list(outer_reds)
         arg_ids = {c.id for c in node.children_by_field_name("argument")}
         for c in node.children:
             if c.type == "variable_assignment":
-                assigns.append(self.assignment(c))
+                value = c.child_by_field_name("value")
+                val = word(value) if value is not None else Word("")
+                assigns.append(Word(f"{self.assignment(c)}={val.text}", dynamic=val.dynamic))
             elif c.type == "command_name" or c.id in arg_ids:
                 argv.append(word(c))
             elif c.type == "file_redirect":
@@ -189,7 +191,7 @@ class _Analyser:
     def unwrap(
         self,
         argv: tuple[Word, ...],
-        assigns: list[str],
+        assigns: list[Word],
         reds: tuple[Redirect, ...],
         *,
         depth: int,

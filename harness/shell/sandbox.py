@@ -128,7 +128,7 @@ class Sandbox:
     def status(self) -> Probe:
         """The probe result (``available=False`` with a reason when disabled in settings)."""
         if self.settings.enabled is False:
-            return Probe(False, "disabled in settings (sandbox.enabled is false)")
+            return Probe(False, "disabled in settings (bash_sandbox.enabled is false)")
         return self._probe(self._bwrap)
 
     def prefix(self, *, root: Path, cwd: Path) -> tuple[list[str], str | None]:
@@ -144,7 +144,7 @@ class Sandbox:
         if not probe.available or probe.bwrap is None:
             if self.settings.enabled is True:
                 raise SandboxUnavailable(
-                    f"the bash sandbox is required (sandbox.enabled is true) but {probe.reason}; "
+                    f"the bash sandbox is required (bash_sandbox.enabled is true) but {probe.reason}; "
                     "no command can run until bubblewrap works or the setting is changed"
                 )
             return [], self._notice_once(probe.reason)

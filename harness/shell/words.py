@@ -165,14 +165,15 @@ class SimpleCommand:
     """One command that would run.
 
     ``argv`` is the innermost command after unwrapping; ``layers`` are every argv seen on the way,
-    outermost first (the last is ``argv``); ``via`` says how it was reached (``""`` at top level,
-    ``"$(...)"``, ``"bash -c"``, ``"eval"``, ``"find -exec"``, ``"find -delete"``, ...).
+    outermost first (the last is ``argv``); ``assignments`` are the ``NAME=value`` words before
+    it; ``via`` says how it was reached (``""`` at top level, ``"$(...)"``, ``"bash -c"``,
+    ``"eval"``, ``"find -exec"``, ``"find -delete"``, ...).
     """
 
     argv: tuple[Word, ...]
     layers: tuple[tuple[Word, ...], ...] = ()
     wrappers: tuple[str, ...] = ()
-    assignments: tuple[str, ...] = ()
+    assignments: tuple[Word, ...] = ()
     redirects: tuple[Redirect, ...] = ()
     via: str = ""
 
@@ -255,9 +256,12 @@ def word(node: Node) -> Word:
         parts = [word(c) for c in node.named_children]
         if not parts:
             return Word(node_text(node), dynamic=True)
+        # The grammar splits `.{env,x}` into the words `.`, `{`, `env,x`, `}`: brace expansion
+        # shows only in their unquoted text together.
+        bare = "".join(node_text(c) for c in node.named_children if c.type == "word")
         return Word(
             "".join(p.text for p in parts),
             dynamic=any(p.dynamic for p in parts),
-            glob=any(p.glob for p in parts),
+            glob=any(p.glob for p in parts) or _has_glob(bare),
         )
     return Word(node_text(node), dynamic=True)

@@ -8,6 +8,9 @@ policy.after (PostToolUse hooks) → normalise (size cap, spill) → ``ToolResul
 
 from __future__ import annotations
 
+import hashlib
+import os
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +21,7 @@ from pydantic import BaseModel
 
 from harness.errors import HarnessError
 from harness.ports import ToolSpec, ToolUseBlock
+from harness.shell.environment import CommandEnv, command_env_of
 
 In = TypeVar("In", bound=BaseModel)
 
@@ -36,7 +40,8 @@ class PermissionRequest:
     ``tool`` is the name the model sees; ``target`` is the rule specifier subject (the command
     for ``bash``, the path for file tools, ``None`` when the tool has no subject); ``paths`` are
     every filesystem path the call touches (checked for confinement); ``kind`` drives modes
-    (``plan`` allows only reads; ``acceptEdits`` allows writes inside the root).
+    (``plan`` allows only reads; ``acceptEdits`` allows writes inside the root); ``read_only``:
+    the call may run in ``plan`` mode (``Tool.allowed_in_plan``).
     """
 
     tool: str
@@ -63,9 +68,82 @@ class JobRunner(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class FileStamp:
+    """A file as an agent last saw it: size, modification time and content hash."""
+
+    size: int
+    mtime_ns: int
+    sha256: str
+
+
+def stamp_of(path: Path) -> FileStamp:
+    """The current stamp of ``path`` (``OSError`` if it cannot be read)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        st = os.fstat(f.fileno())
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return FileStamp(st.st_size, st.st_mtime_ns, digest.hexdigest())
+
+
+class FileReads:
+    """The files one agent session has read, as they were then (read-before-edit and the
+    stale-file check of ``write_file``/``edit_file``). Thread-safe: reads run in a pool."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, FileStamp] = {}
+        self._lock = threading.Lock()
+
+    def record(self, path: Path, stamp: FileStamp | None = None) -> None:
+        """Remember ``path`` as the agent now knows it (after a read or its own write)."""
+        try:
+            stamp = stamp or stamp_of(path)
+        except OSError:
+            return
+        with self._lock:
+            self._seen[str(path)] = stamp
+
+    def seen(self, path: Path) -> FileStamp | None:
+        with self._lock:
+            return self._seen.get(str(path))
+
+    def changed_since_read(self, path: Path) -> bool | None:
+        """``None`` if never read; else whether the file differs from what was read. A new
+        modification time with the same content (``touch``, a checkout) is not a change."""
+        old = self.seen(path)
+        if old is None:
+            return None
+        try:
+            st = path.stat()
+            if (st.st_size, st.st_mtime_ns) == (old.size, old.mtime_ns):
+                return False
+            if st.st_size != old.size:
+                return True
+            now = stamp_of(path)
+        except OSError:
+            return True
+        if now.sha256 != old.sha256:
+            return True
+        self.record(path, now)
+        return False
+
+
+class ReadGuard(Protocol):
+    """Files deny rules keep from being read, for tools that walk directories (``glob``,
+    ``grep``): they skip them. Implemented by ``harness.permissions.checks.Permissions``."""
+
+    def denied_read(self, tool: str, path: Path, ctx: ToolContext) -> str | None:
+        """The deny rule that forbids ``tool`` to read ``path`` (absolute), or ``None``."""
+        ...
+
+
 @dataclass
 class ToolContext:
-    """Where and for whom a call runs. ``root`` confines every path; ``cwd`` is inside it."""
+    """Where and for whom a call runs. ``root`` confines every path; ``cwd`` is inside it.
+
+    ``file_reads`` belongs to this agent session (a subagent has its own context, so its own);
+    the command environment is in ``extra`` (see ``command_env``), which subagents inherit."""
 
     agent: str
     root: Path
@@ -75,6 +153,13 @@ class ToolContext:
     job_runner: JobRunner | None = None
     read_only: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    file_reads: FileReads = field(default_factory=FileReads)
+    read_guard: ReadGuard | None = None
+    """Set by the executor for one call from its ``PolicyVerdict`` (``None``: nothing denied)."""
+
+    def command_env(self) -> CommandEnv:
+        """The environment policy of this agent's child processes (``harness.shell.environment``)."""
+        return command_env_of(self.extra)
 
 
 class Tool(ABC, Generic[In]):
@@ -93,12 +178,17 @@ class Tool(ABC, Generic[In]):
     def is_destructive(self, args: In) -> bool:
         return False
 
+    def allowed_in_plan(self, args: In) -> bool:
+        """May run while the agent plans (plan mode, or a plan awaiting approval): read-only
+        calls, and calls that change only what planning needs (a team tool's ``plan_safe``)."""
+        return self.is_read_only(args)
+
     def permission_request(self, args: In, ctx: ToolContext) -> PermissionRequest:
         """Describe the call for rules and hooks (override for tools that touch paths)."""
         return PermissionRequest(
             tool=self.name,
             kind="read" if self.is_read_only(args) else "other",
-            read_only=self.is_read_only(args),
+            read_only=self.allowed_in_plan(args),
             destructive=self.is_destructive(args),
         )
 
@@ -117,6 +207,11 @@ class Tool(ABC, Generic[In]):
 Decision = Literal["allow", "deny", "ask"]
 
 
+class BlockedResult(str):
+    """A note ``ToolPolicy.after`` returns that also makes the result an error (a PostToolUse
+    hook's block): the executor sets ``is_error`` and appends the note to the output."""
+
+
 @dataclass(frozen=True)
 class PolicyVerdict:
     """The outcome of the PreToolUse hooks + permission check for one call.
@@ -129,6 +224,8 @@ class PolicyVerdict:
     reason: str = ""
     updated_input: dict[str, Any] | None = None
     additional_context: str | None = None
+    read_guard: ReadGuard | None = None
+    """Files the call must skip when it walks directories (the permission deny rules)."""
 
 
 class ToolPolicy(Protocol):
@@ -142,7 +239,8 @@ class ToolPolicy(Protocol):
 
     def after(self, call: ToolUseBlock, output: ToolOutput, ctx: ToolContext) -> str | None:
         """PostToolUse (or PostToolUseFailure when ``output.is_error``) hooks; returns additional
-        context for the model or ``None``. A hook's block here marks the result as an error."""
+        context for the model or ``None``. A hook's block comes back as a ``BlockedResult``,
+        which marks the result as an error."""
         ...
 
 

@@ -2,7 +2,8 @@
 
 The command runs as ``/bin/bash -c COMMAND`` in ``ctx.cwd`` with stdin ``/dev/null``, stdout and
 stderr merged into one pipe, no controlling terminal (new session) and a non-interactive
-environment. Output is read as it streams into a ``BoundedCapture`` (head + tail in memory, the
+environment: the agent's command environment (``ctx.command_env()``, see
+``harness.shell.environment``: no model credentials, the settings' ``env``) plus ``SHELL_ENV``. Output is read as it streams into a ``BoundedCapture`` (head + tail in memory, the
 whole stream spilled to a content-addressed file when it is large).
 
 End of a call: when the main process exits we wait at most ``pipe_grace_s`` for the pipe to close
@@ -23,12 +24,13 @@ import selectors
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import Field
 
+from harness.shell.environment import child_environment
 from harness.shell.sandbox import SANDBOX_KEY, Sandbox
 from harness.tools.base import PermissionRequest, Tool, ToolContext, ToolError, ToolOutput
 from harness.tools.outputs import (
@@ -82,11 +84,14 @@ def run_command(
     tail_bytes: int = DEFAULT_TAIL_BYTES,
     use_pidfd: bool = True,
     wrapper: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
 ) -> CommandResult:
     """Run ``command`` to completion or timeout; never leaves a member of its group alive.
 
     ``use_pidfd=False`` forces the portable fallback (poll every 50 ms for the exit).
-    ``wrapper`` is put before the shell (the sandbox's ``bwrap ... --``).
+    ``wrapper`` is put before the shell (the sandbox's ``bwrap ... --``). ``env``: the
+    environment (default: ``child_environment()``, this one without the model credentials), to
+    which ``SHELL_ENV`` is added.
     """
     capture = BoundedCapture(outputs_dir, head_bytes=head_bytes, tail_bytes=tail_bytes)
     proc = subprocess.Popen(
@@ -95,7 +100,7 @@ def run_command(
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        env={**os.environ, **SHELL_ENV},
+        env={**(child_environment() if env is None else env), **SHELL_ENV},
         start_new_session=True,
         close_fds=True,
     )
@@ -283,6 +288,7 @@ class BashTool(Tool[BashInput]):
             tail_bytes=self.tail_bytes,
             use_pidfd=self.use_pidfd,
             wrapper=wrapper,
+            env=ctx.command_env().environment(),
         )
         failed = result.timed_out or result.exit_code != 0
         text = result.render(args.timeout_s)

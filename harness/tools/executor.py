@@ -1,7 +1,8 @@
 """The tool pipeline: one batch of ``tool_use`` blocks in, one ``tool_result`` per call out.
 
 Per call: look up → validate input → permission request → plan-mode check → ``policy.before``
-(deny, or replace the input) → run → ``policy.after`` (extra context) → cap and spill. Every
+(deny, or replace the input) → run → ``policy.after`` (extra context; a ``BlockedResult`` makes
+the result an error) → cap and spill. Every
 failure along the way, including a tool raising ``SystemExit`` or ``KeyboardInterrupt``, becomes an
 ``is_error`` result; ``run_batch`` itself never raises for a bad call.
 
@@ -14,13 +15,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from harness.ports import ToolResultBlock, ToolUseBlock
-from harness.tools.base import Tool, ToolContext, ToolError, ToolOutput, ToolPolicy
+from harness.tools.base import (
+    BlockedResult,
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolOutput,
+    ToolPolicy,
+)
 from harness.tools.outputs import cap_text
 from harness.tools.registry import ToolRegistry
 
@@ -124,7 +132,7 @@ class ToolExecutor:
         call, tool, args = p.call, p.tool, p.args
         if p.error is not None or tool is None or args is None:
             return _error(call, p.error or "invalid call")
-        if ctx.read_only and not tool.is_read_only(args):
+        if ctx.read_only and not tool.allowed_in_plan(args):
             return self._plan_refused(call, tool, args, ctx)
         try:
             request = tool.permission_request(args, ctx)
@@ -145,8 +153,10 @@ class ToolExecutor:
                 text = describe_validation_error(call.name, exc)
                 return _error(call, f"A hook rewrote the input into an invalid one.\n{text}")
             call = call.model_copy(update={"input": dict(verdict.updated_input)})
-            if ctx.read_only and not tool.is_read_only(args):
+            if ctx.read_only and not tool.allowed_in_plan(args):
                 return self._plan_refused(call, tool, args, ctx)
+        if verdict.read_guard is not None:
+            ctx = replace(ctx, read_guard=verdict.read_guard)  # for this call only
         output = _run_tool(tool, args, ctx)
         try:
             extra = self.policy.after(call, output, ctx)
@@ -158,7 +168,10 @@ class ToolExecutor:
             content = f"{content}\n\n{verdict.additional_context}"
         if extra:
             content = f"{content}\n\n{extra}"
-        return ToolResultBlock(tool_use_id=call.id, content=content, is_error=output.is_error)
+        blocked = isinstance(extra, BlockedResult)  # a PostToolUse hook's block: an error
+        return ToolResultBlock(
+            tool_use_id=call.id, content=content, is_error=output.is_error or blocked
+        )
 
     def _plan_refused(
         self, call: ToolUseBlock, tool: Tool[Any], args: BaseModel, ctx: ToolContext

@@ -2,16 +2,32 @@
 
 Every path is resolved (symlinks followed) and must stay inside ``ctx.root``; the tools refuse
 anything else themselves, whatever the policy said.
+
+Read before edit, as Claude Code has it: ``edit_file``, and ``write_file`` of a file that exists,
+refuse unless this agent session read the file with ``read_file``, and refuse when the file
+changed on disk since that read (size and modification time, then the content hash: a ``touch``
+is not a change). The state is ``ctx.file_reads``; the agent's own successful writes update it,
+so consecutive edits need no new read. A new file needs no read.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
-from harness.tools.base import PermissionRequest, Tool, ToolContext, ToolError, ToolOutput
+from harness.tools.base import (
+    FileStamp,
+    PermissionRequest,
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolOutput,
+    stamp_of,
+)
 from harness.tools.paths import (
     BINARY_SNIFF_BYTES,
     display_path,
@@ -47,6 +63,34 @@ def path_request(
         read_only=not write,
         destructive=destructive,
     )
+
+
+NOT_READ = (
+    "{path} has not been read in this session: read it with read_file first, then write or edit it."
+)
+STALE = (
+    "{path} has been modified since you read it (by a command, another agent or the user): "
+    "read it again with read_file before writing or editing it."
+)
+
+
+def _require_fresh_read(path: Path, ctx: ToolContext) -> None:
+    """Refuse a change to an existing file the agent has not read, or that changed since."""
+    changed = ctx.file_reads.changed_since_read(path)
+    if changed is None:
+        raise ToolError(NOT_READ.format(path=display_path(path, ctx)))
+    if changed:
+        raise ToolError(STALE.format(path=display_path(path, ctx)))
+
+
+def _write(path: Path, data: bytes, ctx: ToolContext) -> None:
+    """Write ``data`` and record the file as the agent now knows it."""
+    with path.open("wb") as f:
+        f.write(data)
+        f.flush()
+        st = os.fstat(f.fileno())
+    stamp = FileStamp(st.st_size, st.st_mtime_ns, hashlib.sha256(data).hexdigest())
+    ctx.file_reads.record(path, stamp)
 
 
 def _existing_file(raw: str, ctx: ToolContext) -> Path:
@@ -87,10 +131,12 @@ class ReadFileTool(Tool[ReadFileInput]):
         shown: list[str] = []
         more = False
         count = 0
+        stamp = stamp_of(path)  # before reading: a change in between makes the edit re-read
         with path.open("rb") as f:
             if is_binary(f.read(BINARY_SNIFF_BYTES)):
                 size = path.stat().st_size
                 raise ToolError(f"{args.path} is a binary file ({size} bytes); not shown")
+            ctx.file_reads.record(path, stamp)
             f.seek(0)
             for count, raw in enumerate(f, start=1):
                 if count >= end:
@@ -134,10 +180,11 @@ class WriteFileTool(Tool[WriteFileInput]):
         if path.is_dir():
             raise ToolError(f"{args.path} is a directory")
         existed = path.exists()
+        if existed:
+            _require_fresh_read(path, ctx)
         path.parent.mkdir(parents=True, exist_ok=True)
         data = args.content.encode("utf-8")
-        with path.open("wb") as f:
-            f.write(data)
+        _write(path, data, ctx)
         verb = "Overwrote" if existed else "Created"
         return ToolOutput(f"{verb} {display_path(path, ctx)} ({len(data)} bytes)")
 
@@ -173,6 +220,7 @@ class EditFileTool(Tool[EditFileInput]):
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ToolError(f"{args.path} is not valid UTF-8; refusing to edit it") from exc
+        _require_fresh_read(path, ctx)
         shown = display_path(path, ctx)
         count = text.count(args.old_string)
         if count == 0:
@@ -186,8 +234,7 @@ class EditFileTool(Tool[EditFileInput]):
                 "context to make it unique, or set replace_all=true to replace them all."
             )
         new_text = text.replace(args.old_string, args.new_string, -1 if args.replace_all else 1)
-        with path.open("wb") as f:
-            f.write(new_text.encode("utf-8"))
+        _write(path, new_text.encode("utf-8"), ctx)
         replaced = count if args.replace_all else 1
         plural = "s" if replaced != 1 else ""
         return ToolOutput(f"Edited {shown}: replaced {replaced} occurrence{plural}")

@@ -2,13 +2,17 @@
 
 Both walk without following directory symlinks, skip ``.git``, skip entries whose symlink leads
 outside the root, and list results in sorted path order (deterministic output).
+
+Files and directories a permission deny rule forbids reading (``Read(./.env)``,
+``Read(**/*.pem)``; ``ToolContext.read_guard``) are skipped in every mode: their content and
+their names stay out of the output, which only says how many paths were skipped.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -44,16 +48,48 @@ def _search_base(raw: str | None, ctx: ToolContext) -> Path:
     return base
 
 
-def walk_files(base: Path, root: Path, max_depth: int | None = None) -> Iterator[Path]:
+class Skipped:
+    """Counts the paths a search leaves out because a deny rule forbids reading them."""
+
+    def __init__(self, tool: str, ctx: ToolContext) -> None:
+        self.tool, self.ctx, self.count = tool, ctx, 0
+
+    def denied(self, path: Path) -> bool:
+        """True (and counted) when a deny rule forbids reading ``path``."""
+        guard = self.ctx.read_guard
+        if guard is None or guard.denied_read(self.tool, path, self.ctx) is None:
+            return False
+        self.count += 1
+        return True
+
+    def note(self) -> str:
+        """The line that says how many paths were skipped ("" when none)."""
+        if not self.count:
+            return ""
+        paths = "1 path" if self.count == 1 else f"{self.count} paths"
+        return f"({paths} skipped: permission deny rules forbid reading them)"
+
+
+def walk_files(
+    base: Path,
+    root: Path,
+    max_depth: int | None = None,
+    skip_dir: Callable[[Path], bool] | None = None,
+) -> Iterator[Path]:
     """Files under ``base`` in sorted order: no ``.git``, no symlinked dirs, nothing outside root.
 
-    ``max_depth`` limits how many directory levels below ``base`` are entered.
+    ``max_depth`` limits how many directory levels below ``base`` are entered; a directory for
+    which ``skip_dir`` is true is not entered.
     """
     root = root.resolve()
     base_depth = len(base.parts)
     for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
         here = Path(dirpath)
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if d not in SKIP_DIRS and (skip_dir is None or not skip_dir(here / d))
+        )
         if max_depth is not None and len(here.parts) - base_depth >= max_depth:
             dirnames[:] = []
         for name in sorted(filenames):
@@ -101,19 +137,20 @@ class GlobTool(Tool[GlobInput]):
             raise ToolError(f"{args.path} is not a directory")
         rx = glob_to_regex(args.pattern)
         depth = None if "**" in args.pattern else args.pattern.count("/")
+        skipped = Skipped(self.name, ctx)
         found: list[str] = []
         extra = 0
-        for path in walk_files(base, ctx.root, depth):
-            if rx.match(path.relative_to(base).as_posix()):
+        for path in walk_files(base, ctx.root, depth, skipped.denied):
+            if rx.match(path.relative_to(base).as_posix()) and not skipped.denied(path):
                 if len(found) < self.max_results:
                     found.append(display_path(path.resolve(), ctx))
                 else:
                     extra += 1
         if not found:
-            return ToolOutput(f"No files match {args.pattern!r}")
+            return ToolOutput(_joined(f"No files match {args.pattern!r}", skipped.note()))
         if extra:
             found.append(f"(truncated: {extra} more files match; narrow the pattern)")
-        return ToolOutput("\n".join(found))
+        return ToolOutput(_joined(*found, skipped.note()))
 
 
 class GrepInput(Frozen):
@@ -154,7 +191,8 @@ class GrepTool(Tool[GrepInput]):
         except re.error as exc:
             raise ToolError(f"invalid regular expression {args.pattern!r}: {exc}") from exc
         base = _search_base(args.path, ctx)
-        files = [base] if base.is_file() else walk_files(base, ctx.root)
+        skipped = Skipped(self.name, ctx)
+        files = [base] if base.is_file() else walk_files(base, ctx.root, None, skipped.denied)
         name_rx = glob_to_regex(args.glob) if args.glob else None
         out: list[str] = []
         truncated = False
@@ -163,6 +201,8 @@ class GrepTool(Tool[GrepInput]):
                 rel = path.relative_to(base).as_posix()
                 if not name_rx.match(rel if "/" in (args.glob or "") else path.name):
                     continue
+            if skipped.denied(path):
+                continue
             lines = _text_lines(path)
             if lines is None:
                 continue
@@ -181,10 +221,14 @@ class GrepTool(Tool[GrepInput]):
                 out = out[: args.head_limit]
                 break
         if not out:
-            return ToolOutput(f"No matches for {args.pattern!r}")
+            return ToolOutput(_joined(f"No matches for {args.pattern!r}", skipped.note()))
         if truncated:
             out.append(f"(stopped at head_limit={args.head_limit}; narrow the search)")
-        return ToolOutput("\n".join(out))
+        return ToolOutput(_joined(*out, skipped.note()))
+
+
+def _joined(*lines: str) -> str:
+    return "\n".join(line for line in lines if line)
 
 
 def _text_lines(path: Path) -> list[str] | None:

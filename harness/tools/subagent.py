@@ -53,6 +53,9 @@ class TaskTool(Tool[TaskInput]):
     def __init__(self, runner: SubagentRunner) -> None:
         self.runner = runner
 
+    def allowed_in_plan(self, args: TaskInput) -> bool:
+        return True  # the subagent plans too: it runs under the same policy, mode and read_only
+
     def run(self, args: TaskInput, ctx: ToolContext) -> ToolOutput:
         if ctx.extra.get(SUBAGENT_KEY):
             return ToolOutput("Subagents cannot start subagents.", is_error=True)

@@ -192,6 +192,7 @@ def test_ask_through_the_fake_api_with_the_real_sdk(
                 "steps": [
                     {
                         "tool_uses": [
+                            {"name": "read_file", "input": {"path": "src/m.py"}},
                             {
                                 "name": "edit_file",
                                 "input": {
@@ -199,7 +200,7 @@ def test_ask_through_the_fake_api_with_the_real_sdk(
                                     "old_string": "return 1",
                                     "new_string": "return 2",
                                 },
-                            }
+                            },
                         ]
                     },
                     {"match": "(?i)edit|replace|updated", "text": "Changed it."},
@@ -217,3 +218,38 @@ def test_ask_through_the_fake_api_with_the_real_sdk(
     assert result["structured_output"] == {"files": 1, "names": ["src/m.py"]}
     assert (tmp_path / "src" / "m.py").read_text() == "def f():\n    return 2\n"
     assert len(server.requests) == 3 and server.script_errors == []
+
+
+STOP_ONCE = """\
+import json, os, sys
+event = json.load(sys.stdin)
+seen = os.path.join(os.path.dirname(os.path.abspath(__file__)), "seen-" + event["session_id"])
+if event["hook_event_name"] != "Stop" or os.path.exists(seen):
+    sys.exit(0)
+assert os.path.isfile(event["transcript_path"]), event["transcript_path"]
+open(seen, "w").close()
+print(json.dumps({"decision": "block", "reason": "Go over it once more."}))
+"""
+
+
+def test_ask_runs_the_repositorys_stop_hook(tmp_path: Path) -> None:
+    # A Stop hook from .claude/settings.json keeps `teamctl ask` going: run_ask passes its own
+    # on_message callback, which must not replace the hooks the settings configure.
+    hook = tmp_path / "stop_once.py"
+    hook.write_text(STOP_ONCE)
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text(
+        json.dumps(
+            {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": f"python3 {hook}"}]}]}}
+        )
+    )
+    model = scripted({"text": "First pass."}, {"match": "once more", "text": "Second pass."})
+    from actors.cli.ask import default_policy_factory
+
+    out, err = io.StringIO(), io.StringIO()
+    code = run_ask(
+        tmp_path, "go", model_client=model, policy_factory=default_policy_factory, out=out, err=err
+    )
+    assert code == 0, err.getvalue()
+    assert out.getvalue().strip().endswith("Second pass."), out.getvalue()
+    assert len(list(tmp_path.glob("seen-*"))) == 1

@@ -39,7 +39,7 @@ def script(tmp_path: Path, body: str) -> str:
 
 
 def payload(tmp_path: Path, **extra: Any) -> dict[str, Any]:
-    return {"cwd": str(tmp_path), "agent_name": "alice", "tool_name": "bash",
+    return {"cwd": str(tmp_path), "agent_name": "alice", "tool_name": "Bash",
             "tool_input": {"command": "ls"}} | extra  # fmt: skip
 
 
@@ -58,7 +58,7 @@ def test_stdin_carries_the_claude_code_fields_and_runs_in_cwd(tmp_path: Path) ->
     assert seen["session_id"] == "s-1"
     assert seen["transcript_path"] == "/t.jsonl"
     assert seen["agent_name"] == "alice"
-    assert seen["tool_name"] == "bash"
+    assert seen["tool_name"] == "Bash"
     assert seen["tool_input"] == {"command": "ls"}
     assert seen["pwd"] == str(tmp_path)
     assert seen["tty"] is False
@@ -153,9 +153,13 @@ def test_plain_stdout_is_context_for_prompt_events(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("matcher", "tool", "runs"),
-    [("Bash", "bash", True), ("bash", "bash", True), ("Edit|Write", "edit_file", True),
-     ("Read", "write_file", False), ("", "anything", True), ("*", "x", True),
-     ("mcp__gh__.*", "mcp__gh__list", True), ("mcp__gh__.*", "mcp__other__x", False)],
+    [("Bash", "Bash", True), ("Bash", "bash", True), ("bash", "Bash", True),
+     ("Edit|Write", "Edit", True), ("Edit, Write", "Write", True), ("Read", "Write", False),
+     ("Read", "Grep", False), ("Edit", "Write", False), ("Agent", "Task", True),
+     ("Bash", "BashOutput", False), ("", "anything", True), ("*", "x", True),
+     ("mcp__gh__.*", "mcp__gh__list", True), ("mcp__gh__.*", "mcp__other__x", False),
+     ("mcp__.*", "mcp__gh__list", True), ("Edit.*", "NotebookEdit", True),
+     ("^Edit$", "NotebookEdit", False), ("^Write$", "write_file", True)],
 )  # fmt: skip
 def test_matchers(tmp_path: Path, matcher: str, tool: str, runs: bool) -> None:
     r = runner("PreToolUse", "exit 2", matcher=matcher)
@@ -203,3 +207,114 @@ def test_settings_reject_unknown_events_and_keys() -> None:
     with pytest.raises(ValueError):
         HookSettings.parse({"PreToolUse": [{"matcher": "x", "hook": []}]})
     assert os.environ.get("TEAMCTL_AGENT") is None
+
+
+def outcome_of(tmp_path: Path, output: object, code: int = 0, event: str = "PreToolUse") -> Any:
+    body = f"import sys\nsys.stdin.read()\nprint({json.dumps(output)!r})\nsys.exit({code})\n"
+    data = payload(tmp_path) if event.startswith(("Pre", "Post")) else {"cwd": str(tmp_path)}
+    return runner(event, script(tmp_path, body)).run(event, data)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "output",
+    [{"decision": "allow"}, {"decision": "deny"}, {"decision": "ask"},
+     {"hookSpecificOutput": {"permissionDecision": "yes"}},
+     {"hookSpecificOutput": {"hookEventName": "PostToolUse", "permissionDecision": "allow"}},
+     {"continue": "no"}, {"systemMessage": 3}],
+)  # fmt: skip
+def test_output_outside_the_schema_is_ignored_with_an_error(tmp_path: Path, output: Any) -> None:
+    outcome = outcome_of(tmp_path, output)
+    assert outcome.permission_decision is None and not outcome.blocked and not outcome.stop
+    assert len(outcome.errors) == 1 and "schema" in outcome.errors[0]
+
+
+def test_decision_block_outside_pre_tool_use_and_approve_elsewhere(tmp_path: Path) -> None:
+    assert outcome_of(tmp_path, {"decision": "approve"}).permission_decision == "allow"
+    stop = outcome_of(tmp_path, {"decision": "block", "reason": "again"}, event="Stop")
+    assert stop.blocked and stop.reason == "again"
+    assert not outcome_of(tmp_path, {"decision": "approve"}, event="Stop").blocked
+    assert not outcome_of(tmp_path, {"decision": "block"}, event="SessionStart").blocked
+
+
+def test_defer_is_no_decision(tmp_path: Path) -> None:
+    out = {"hookSpecificOutput": {"permissionDecision": "defer", "updatedInput": {"command": "x"}}}
+    outcome = outcome_of(tmp_path, out)
+    assert outcome.errors == () and outcome.permission_decision is None
+    assert outcome.updated_input is None
+
+
+def test_exit_2_blocks_and_a_json_reason_wins_over_stderr(tmp_path: Path) -> None:
+    body = (
+        "import json, sys\nsys.stdin.read()\nprint('from stderr', file=sys.stderr)\n"
+        "print(json.dumps({'hookSpecificOutput': {'permissionDecision': 'allow'}}))\nsys.exit(2)\n"
+    )
+    outcome = runner("PreToolUse", script(tmp_path, body)).run("PreToolUse", payload(tmp_path))
+    assert outcome.blocked and outcome.reason == "from stderr"  # allow cannot undo exit 2
+    deny = {"hookSpecificOutput": {"permissionDecision": "deny", "permissionDecisionReason": "j"}}
+    outcome = outcome_of(tmp_path, deny, code=2)
+    assert outcome.blocked and outcome.reason == "j"
+
+
+def test_json_on_another_exit_code_decides_alone(tmp_path: Path) -> None:
+    deny = {"hookSpecificOutput": {"permissionDecision": "deny", "permissionDecisionReason": "r"}}
+    outcome = outcome_of(tmp_path, deny, code=1)
+    assert outcome.errors == () and outcome.permission_decision == "deny" and outcome.blocked
+
+
+def test_a_json_array_is_plain_text(tmp_path: Path) -> None:
+    outcome = outcome_of(tmp_path, ["not", "an", "object"])
+    assert outcome.errors == () and not outcome.blocked
+    context = outcome_of(tmp_path, ["x"], event="UserPromptSubmit")
+    assert context.additional_context == '["x"]'
+
+
+def test_permission_request_decision_object(tmp_path: Path) -> None:
+    allow = {"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                                    "decision": {"behavior": "allow",
+                                                 "updatedInput": {"command": "ls"}}}}  # fmt: skip
+    outcome = outcome_of(tmp_path, allow, event="PermissionRequest")
+    assert outcome.permission_decision == "allow" and outcome.updated_input == {"command": "ls"}
+    deny = {"hookSpecificOutput": {"decision": {"behavior": "deny", "message": "m",
+                                                "interrupt": True}}}  # fmt: skip
+    outcome = outcome_of(tmp_path, deny, event="PermissionRequest")
+    assert outcome.permission_decision == "deny" and outcome.reason == "m" and outcome.stop
+    assert (
+        "schema" in outcome_of(tmp_path, {"decision": "block"}, event="PermissionRequest").errors[0]
+    )
+
+
+@pytest.mark.parametrize(
+    ("command", "runs"),
+    [("rm -rf build", True), ("ls", False), ("FOO=1 rm x", True), ("ls && rm x", True),
+     ("echo $(date)", True), ("rmdir x", False), ("rm", True)],
+)  # fmt: skip
+def test_if_condition_narrows_a_handler(tmp_path: Path, command: str, runs: bool) -> None:
+    settings = HookSettings.parse(
+        {"PreToolUse": [{"matcher": "Bash", "hooks": [{"command": "exit 2", "if": "Bash(rm *)"}]}]}
+    )
+    r = HookRunner(settings=settings)
+    data = payload(tmp_path, tool_name="Bash", tool_input={"command": command})
+    assert r.run("PreToolUse", data).blocked is runs
+
+
+def test_if_condition_on_file_paths_and_non_tool_events(tmp_path: Path) -> None:
+    settings = HookSettings.parse(
+        {
+            "PreToolUse": [{"hooks": [{"command": "exit 2", "if": "Edit(*.ts)"}]}],
+            "Stop": [{"hooks": [{"command": "exit 2", "if": "Bash(*)"}]}],
+        }
+    )
+    r = HookRunner(settings=settings)
+    edit = payload(tmp_path, tool_name="Edit", tool_input={"file_path": str(tmp_path / "a.ts")})
+    assert r.run("PreToolUse", edit).blocked
+    edit["tool_input"] = {"file_path": str(tmp_path / "a.py")}
+    assert not r.run("PreToolUse", edit).blocked
+    assert not r.run("Stop", {"cwd": str(tmp_path)}).blocked  # `if` never runs off tool events
+
+
+def test_async_hooks_do_not_decide(tmp_path: Path) -> None:
+    settings = HookSettings.parse(
+        {"PreToolUse": [{"hooks": [{"command": "exit 2", "async": True}]}]}
+    )
+    outcome = HookRunner(settings=settings).run("PreToolUse", payload(tmp_path))
+    assert not outcome.blocked and outcome.ran == 0

@@ -317,10 +317,10 @@ def test_settings_forbid_unknown_keys() -> None:
 def test_team_settings_carry_the_sandbox_section() -> None:
     from actors.settings import SettingsError, parse_settings
 
-    s = parse_settings({"sandbox": {"enabled": False, "extra_writable": ["build"]}}, "t")
-    assert s.sandbox == SandboxSettings(enabled=False, extra_writable=("build",))
-    with pytest.raises(SettingsError, match=r"sandbox\.enabeld"):
-        parse_settings({"sandbox": {"enabeld": True}}, "t")
+    s = parse_settings({"bash_sandbox": {"enabled": False, "extra_writable": ["build"]}}, "t")
+    assert s.bash_sandbox == SandboxSettings(enabled=False, extra_writable=("build",))
+    with pytest.raises(SettingsError, match=r"bash_sandbox\.enabeld"):
+        parse_settings({"bash_sandbox": {"enabeld": True}}, "t")
 
 
 @needs_bwrap

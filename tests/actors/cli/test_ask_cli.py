@@ -58,6 +58,7 @@ def test_ask_command_end_to_end_through_the_fake_api(
                     {
                         "tool_uses": [
                             {"name": "bash", "input": {"command": "rm -rf pkg"}},
+                            {"name": "read_file", "input": {"path": "pkg/v.txt"}},
                             {
                                 "name": "edit_file",
                                 "input": {
@@ -97,13 +98,13 @@ def test_a_bad_sandbox_setting_is_an_error_not_a_traceback(
     (tmp_path / ".git").mkdir()
     (tmp_path / ".team").mkdir()
     settings = tmp_path / ".team" / "settings.json"
-    settings.write_text(json.dumps({"sandbox": {"no_such_field": 1}}))
+    settings.write_text(json.dumps({"bash_sandbox": {"no_such_field": 1}}))
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(ask_command, ["hello"])
     assert result.exit_code == 1
-    assert result.output.startswith(f"Error: {settings}: ")
-    assert "no_such_field" in result.output
+    assert result.output.startswith(f"Error: settings {settings}: ")
+    assert "bash_sandbox.no_such_field" in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
 
 

@@ -95,7 +95,7 @@ def test_settings_typo_is_one_line_naming_the_key(
 ) -> None:
     root = git_repo(tmp_path, monkeypatch)
     (root / ".team" / "settings.json").write_text('{"team": {"max_teamates": 3}}')
-    line = fails(["settings"])
+    line = fails(["settings"], code=2)
     assert "unknown key 'team.max_teamates'" in line and "settings.json" in line
     assert "team.max_teamates" in fails(["init"])
     result = run(["status"])  # status still answers, with the warning
@@ -108,7 +108,7 @@ def test_settings_env_file_is_merged(tmp_path: Path, monkeypatch: pytest.MonkeyP
     extra = tmp_path / "extra.json"
     extra.write_text('{"team": {"max_teammates": 2}}')
     monkeypatch.setenv("TEAMCTL_SETTINGS", str(extra))
-    assert json.loads(ok(["settings"]).stdout)["team"]["max_teammates"] == 2
+    assert json.loads(ok(["settings", "--json"]).stdout)["settings"]["team"]["max_teammates"] == 2
 
 
 def test_debug_shows_the_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -100,11 +100,21 @@ def test_find_root_walks_up(tmp_path: Path) -> None:
     assert find_root(deep) == tmp_path.resolve()
 
 
-def test_a_bad_config_file_is_one_line(tmp_path: Path) -> None:
-    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"x": {"args": []}}}))
+def test_a_bad_entry_fails_that_server_not_the_listing(tmp_path: Path) -> None:
+    servers = {"x": {"args": [], "description": "broken"}, "ok": basic_server()}
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
     result = CliRunner().invoke(mcp_group, ["list", "--root", str(tmp_path)])
     assert result.exit_code == 1
-    assert "MCP server 'x'" in result.output and "needs `command`" in result.output
+    assert "ok (stdio, test-basic 1.2.3): ready" in result.stdout
+    [error] = result.stderr.strip().splitlines()
+    assert error.startswith("error: MCP server 'x' failed: ") and "needs `command`" in error
+
+
+def test_a_file_that_is_not_json_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / ".mcp.json").write_text("{not json")
+    result = CliRunner().invoke(mcp_group, ["list", "--root", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "not valid JSON" in result.output
     assert len(result.output.strip().splitlines()) == 1
 
 

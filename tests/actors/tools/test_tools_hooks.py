@@ -96,3 +96,37 @@ def test_teammate_idle_hook_keeps_the_teammate_working(tmp_path: Path) -> None:
         assert run_teammate_idle_hook(None, "ann", task, "x") is None
     finally:
         team.close()
+
+
+def test_team_hooks_carry_the_session_and_continue_false_stops_the_teammate(
+    tmp_path: Path,
+) -> None:
+    from harness.hooks import HOOK_SESSION_KEY, HookSession
+
+    stop = (
+        'payload=$(cat); echo "$payload" > completed.json; '
+        'echo \'{"continue": false, "stopReason": "CI is red, stop here"}\''
+    )
+    team = make_team(tmp_path / "repo", hooks("TaskCompleted", stop))
+    try:
+        team.board.create("fix the parser", "the lexer too")
+        Driver(lead_tools(team), "lead", team.root).ok("spawn_teammate", name="ann", prompt="p")
+        ann = Driver(teammate_tools(team, "ann"), "ann", team.root)
+        stopped: list[str] = []
+        transcript = str(team.root / ".team" / "transcripts" / "ann.jsonl")
+        ann.ctx.session_id = "sess-ann"
+        ann.ctx.extra[HOOK_SESSION_KEY] = HookSession(
+            transcript_path=transcript, project_dir=str(team.root), stop=stopped.append
+        )
+        ann.ok("claim_task", task_id="task_1")
+        refused = ann.error("complete_task", task_id="task_1", summary="done")
+        assert "CI is red, stop here" in refused
+        assert stopped == ["A TaskCompleted hook stopped the agent: CI is red, stop here"]
+        assert team.board.refresh().task("task_1").status == "in_progress"
+        payload = json.loads((team.root / "completed.json").read_text())
+        assert payload["session_id"] == "sess-ann"
+        assert payload["transcript_path"] == transcript
+        assert payload["task_description"] == "the lexer too"
+        assert payload["teammate_name"] == "ann"
+    finally:
+        team.close()

@@ -11,6 +11,7 @@ from harness.mcp.config import (
     McpConfigError,
     McpServerConfig,
     assign_names,
+    load_mcp_config,
     load_mcp_servers,
     mcp_tool_name,
     normalize_part,
@@ -48,19 +49,37 @@ def test_no_file_means_no_servers(tmp_path: Path) -> None:
     [
         ({"args": ["x"]}, "needs `command`"),
         ({"type": "http"}, "needs `url`"),
-        ({"command": "x", "typo": 1}, "typo: unknown key"),
+        ({"url": "http://127.0.0.1:9/mcp"}, '`url` needs `type` "http" or "sse"'),
         ({"type": "websocket", "url": "ws://x"}, "type"),
+        ({"command": 7}, "command"),
+        ("not an object", "expected an object"),
     ],
 )
-def test_bad_entries_name_the_file_and_server(
-    tmp_path: Path, entry: dict[str, object], needle: str
-) -> None:
-    write_mcp_json(tmp_path, {"broken": entry})
-    with pytest.raises(McpConfigError) as err:
-        load_mcp_servers(tmp_path)
-    assert "'broken'" in str(err.value)
-    assert ".mcp.json" in str(err.value)
-    assert needle in str(err.value)
+def test_a_bad_entry_disables_that_server_only(tmp_path: Path, entry: object, needle: str) -> None:
+    write_mcp_json(tmp_path, {"broken": entry, "good": {"command": "srv"}})
+    config = load_mcp_config(tmp_path)
+    assert list(config.servers) == ["good"]
+    assert config.names == ["broken", "good"]
+    why = config.invalid["broken"]
+    assert "'broken'" in why and ".mcp.json" in why and needle in why and "disabled" in why
+    assert len(why.splitlines()) == 1
+    assert load_mcp_servers(tmp_path) == config.servers
+
+
+def test_unknown_keys_are_ignored_with_a_warning_as_claude_code_does(tmp_path: Path) -> None:
+    entry = {"command": "srv", "args": ["-v"], "description": "docs search", "disabled": False}
+    write_mcp_json(tmp_path, {"docs": entry})
+    config = load_mcp_config(tmp_path)
+    assert config.servers["docs"].command == "srv" and config.servers["docs"].args == ("-v",)
+    assert config.invalid == {}
+    [warning] = config.warnings
+    assert "'docs'" in warning and "description, disabled" in warning
+
+
+def test_a_valid_settings_server_replaces_a_bad_file_entry(tmp_path: Path) -> None:
+    write_mcp_json(tmp_path, {"x": {"args": []}})
+    config = load_mcp_config(tmp_path, {"x": {"command": "srv"}})
+    assert list(config.servers) == ["x"] and config.invalid == {}
 
 
 def test_invalid_json_is_a_clear_error(tmp_path: Path) -> None:

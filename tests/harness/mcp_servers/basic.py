@@ -2,7 +2,8 @@
 
 Options: ``--many N`` adds N generated tools ``tool_000``..; ``--collide`` adds two tools whose
 names normalise to the same name; ``--slow-start S`` sleeps S seconds before serving (handshake
-timeout); ``--crash-on-start`` exits at once with a message on stderr.
+timeout); ``--crash-on-start`` exits at once with a message on stderr; ``--env-tool`` adds
+``environ``, which returns the server's environment as ``NAME=value`` lines.
 """
 
 from __future__ import annotations
@@ -24,8 +25,14 @@ PNG = bytes.fromhex(
 )
 
 
-def build(many: int = 0, collide: bool = False) -> MCPServer:
+def build(many: int = 0, collide: bool = False, env_tool: bool = False) -> MCPServer:
     server = MCPServer("test-basic", version="1.2.3")
+    if env_tool:
+        server.add_tool(
+            lambda: "\n".join(f"{k}={v}" for k, v in sorted(os.environ.items())),
+            name="environ",
+            description="The server's environment.",
+        )
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False))
     def echo(text: str) -> str:
@@ -117,6 +124,7 @@ def main() -> None:
     parser.add_argument("--collide", action="store_true")
     parser.add_argument("--slow-start", type=float, default=0.0)
     parser.add_argument("--crash-on-start", action="store_true")
+    parser.add_argument("--env-tool", action="store_true")
     parser.add_argument("--http-port", type=int, default=0, help="serve streamable HTTP instead")
     opts = parser.parse_args()
     if opts.crash_on_start:
@@ -124,7 +132,7 @@ def main() -> None:
         sys.exit(2)
     if opts.slow_start:
         time.sleep(opts.slow_start)
-    server = build(opts.many, opts.collide)
+    server = build(opts.many, opts.collide, opts.env_tool)
     if opts.http_port:
         server.run("streamable-http", host="127.0.0.1", port=opts.http_port)
     else:

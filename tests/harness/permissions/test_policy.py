@@ -158,3 +158,45 @@ def test_plan_mode_via_context(ctx: ToolContext) -> None:
     policy = HarnessPolicy(Permissions(), approver=Approver(True))
     assert policy.before(*bash("npm test"), ctx).decision == "deny"
     assert policy.before(*bash("git diff"), ctx).decision == "allow"
+
+
+def test_hook_ask_in_dont_ask_mode_is_denied_without_asking(ctx: ToolContext) -> None:
+    ask = hook_says(HookResult(permission_decision="ask", reason="check"))
+    approver = Approver(True)
+    policy = HarnessPolicy(Permissions(mode="dontAsk"), hooks=ask, approver=approver)
+    v = policy.before(*bash("ls"), ctx)
+    assert v.decision == "deny" and "dontAsk" in v.reason
+    assert approver.asked == []
+
+
+def test_hook_allow_in_dont_ask_mode_never_beats_an_ask_rule(ctx: ToolContext) -> None:
+    allow = hook_says(HookResult(permission_decision="allow"))
+    policy = HarnessPolicy(Permissions(ask=["Bash(npm:*)"], mode="dontAsk"), hooks=allow)
+    assert policy.before(*bash("npm test"), ctx).decision == "deny"
+    assert policy.before(*bash("make"), ctx).decision == "allow"
+
+
+def test_permission_request_rewrite_is_rechecked_against_deny_rules(ctx: ToolContext) -> None:
+    rewrite = hook_says(
+        HookResult(permission_decision="allow", updated_input={"command": "rm -rf x"}),
+        "PermissionRequest",
+    )
+    policy = HarnessPolicy(Permissions(deny=["Bash(rm:*)"]), hooks=rewrite)
+    v = policy.before(*bash("npm install"), ctx)
+    assert v.decision == "deny" and "Bash(rm:*)" in v.reason
+    fine = hook_says(
+        HookResult(permission_decision="allow", updated_input={"command": "npm ci"}),
+        "PermissionRequest",
+    )
+    v = HarnessPolicy(Permissions(), hooks=fine).before(*bash("npm install"), ctx)
+    assert v.decision == "allow" and v.updated_input == {"command": "npm ci"}
+
+
+def test_post_tool_use_block_is_a_blocked_result(ctx: ToolContext) -> None:
+    from harness.tools.base import BlockedResult
+
+    policy = HarnessPolicy(
+        Permissions(), hooks=hook_says(HookResult(blocked=True, reason="lint"), "PostToolUse")
+    )
+    note = policy.after(bash("ls")[0], ToolOutput("ok"), ctx)
+    assert isinstance(note, BlockedResult) and "lint" in note

@@ -76,7 +76,7 @@ def test_write_creates_parents_and_overwrites(ctx: ToolContext) -> None:
     r = call(ctx, "write_file", path="a/b/c.txt", content="héllo\n")
     assert not r.is_error and r.content == "Created a/b/c.txt (7 bytes)"
     assert (ctx.root / "a/b/c.txt").read_text(encoding="utf-8") == "héllo\n"
-    again = call(ctx, "write_file", path="a/b/c.txt", content="bye")
+    again = call(ctx, "write_file", path="a/b/c.txt", content="bye")  # its own write counts
     assert again.content == "Overwrote a/b/c.txt (3 bytes)"
     assert (ctx.root / "a/b/c.txt").read_text() == "bye"
     onto_dir = call(ctx, "write_file", path="a", content="x")
@@ -89,6 +89,7 @@ def test_write_creates_parents_and_overwrites(ctx: ToolContext) -> None:
 def test_edit_replaces_exactly_one_match(ctx: ToolContext) -> None:
     f = ctx.root / "m.py"
     f.write_bytes(b"def f():\r\n    return 1\r\n")
+    call(ctx, "read_file", path="m.py")
     r = call(ctx, "edit_file", path="m.py", old_string="return 1", new_string="return 2")
     assert not r.is_error and r.content == "Edited m.py: replaced 1 occurrence"
     assert f.read_bytes() == b"def f():\r\n    return 2\r\n"  # line endings kept
@@ -97,6 +98,7 @@ def test_edit_replaces_exactly_one_match(ctx: ToolContext) -> None:
 def test_edit_errors_for_zero_or_many_matches(ctx: ToolContext) -> None:
     f = ctx.root / "m.txt"
     f.write_text("a x a x a\n")
+    call(ctx, "read_file", path="m.txt")
     none = call(ctx, "edit_file", path="m.txt", old_string="b", new_string="c")
     assert none.is_error and "old_string not found in m.txt" in none.content
     many = call(ctx, "edit_file", path="m.txt", old_string="a", new_string="c")
@@ -111,6 +113,7 @@ def test_edit_refuses_bad_requests(ctx: ToolContext) -> None:
     (ctx.root / "t.txt").write_text("text")
     (ctx.root / "b.bin").write_bytes(b"a\x00b")
     (ctx.root / "latin1.txt").write_bytes("café".encode("latin-1"))
+    call(ctx, "read_file", path="t.txt")
     empty = call(ctx, "edit_file", path="t.txt", old_string="", new_string="x")
     assert empty.is_error and "must not be empty" in empty.content
     same = call(ctx, "edit_file", path="t.txt", old_string="t", new_string="t")
@@ -121,6 +124,66 @@ def test_edit_refuses_bad_requests(ctx: ToolContext) -> None:
     assert latin.is_error and "not valid UTF-8" in latin.content
     missing = call(ctx, "edit_file", path="nope", old_string="a", new_string="b")
     assert missing.is_error and "file not found" in missing.content
+
+
+# --- read before edit, stale files -----------------------------------------------------------
+
+
+def test_edit_and_overwrite_need_a_read_in_this_session(ctx: ToolContext) -> None:
+    f = ctx.root / "m.txt"
+    f.write_text("one\n")
+    edit = call(ctx, "edit_file", path="m.txt", old_string="one", new_string="two")
+    assert edit.is_error and "has not been read" in edit.content and "read_file" in edit.content
+    write = call(ctx, "write_file", path="m.txt", content="two\n")
+    assert write.is_error and "has not been read" in write.content
+    assert f.read_text() == "one\n"
+    assert not call(ctx, "read_file", path="m.txt", limit=1).is_error  # a partial read counts
+    assert not call(ctx, "edit_file", path="m.txt", old_string="one", new_string="two").is_error
+    # consecutive edits and a write after the agent's own edit need no new read
+    assert not call(ctx, "edit_file", path="m.txt", old_string="two", new_string="3").is_error
+    assert not call(ctx, "write_file", path="m.txt", content="four\n").is_error
+    assert f.read_text() == "four\n"
+
+
+def test_a_change_on_disk_since_the_read_is_refused_until_read_again(ctx: ToolContext) -> None:
+    f = ctx.root / "m.txt"
+    f.write_text("one\n")
+    call(ctx, "read_file", path="m.txt")
+    f.write_text("changed by someone else\n")
+    edit = call(ctx, "edit_file", path="m.txt", old_string="changed", new_string="x")
+    assert edit.is_error and "modified since you read it" in edit.content
+    assert "read it again" in edit.content
+    write = call(ctx, "write_file", path="m.txt", content="clobber\n")
+    assert write.is_error and "modified since you read it" in write.content
+    assert f.read_text() == "changed by someone else\n"
+    call(ctx, "read_file", path="m.txt")
+    assert not call(ctx, "edit_file", path="m.txt", old_string="changed", new_string="x").is_error
+
+
+def test_same_size_change_is_caught_and_a_touch_is_not_a_change(ctx: ToolContext) -> None:
+    import os
+
+    f = ctx.root / "m.txt"
+    f.write_text("aaaa\n")
+    call(ctx, "read_file", path="m.txt")
+    st = f.stat()
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))  # touched, same bytes
+    assert not call(ctx, "edit_file", path="m.txt", old_string="aaaa", new_string="bbbb").is_error
+    st = f.stat()
+    f.write_text("cccc\n")  # same size, new content, a modification time 1 ns later
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + 1))
+    stale = call(ctx, "edit_file", path="m.txt", old_string="cccc", new_string="dddd")
+    assert stale.is_error and "modified since you read it" in stale.content
+
+
+def test_a_new_file_needs_no_read_and_each_context_has_its_own_reads(
+    ctx: ToolContext, tmp_path: Path
+) -> None:
+    assert not call(ctx, "write_file", path="new.txt", content="n\n").is_error
+    assert not call(ctx, "edit_file", path="new.txt", old_string="n", new_string="m").is_error
+    other = ToolContext(agent="a.task-1", root=ctx.root, cwd=ctx.root)  # a subagent's
+    refused = call(other, "edit_file", path="new.txt", old_string="m", new_string="o")
+    assert refused.is_error and "has not been read" in refused.content
 
 
 # --- permission requests -----------------------------------------------------------------------
