@@ -31,6 +31,7 @@ from harness.loop import (
     StopVerdict,
     TurnResult,
 )
+from harness.permissions.policy import HarnessPolicy
 from harness.ports import (
     ContentBlock,
     Message,
@@ -156,6 +157,7 @@ class Agent:
             outputs_dir=root / ".team" / "outputs",
             job_runner=job_runner,
             extra={SUBAGENT_KEY: 1} if subagent else {},
+            extra_roots=_extra_roots(policy),
         )
         self.transcript = (
             Transcript.for_agent(transcript_dir, config.name, fsync=config.fsync_transcript)
@@ -481,3 +483,10 @@ class Agent:
                 log.warning("SessionEnd hooks of %s failed", self.config.name, exc_info=True)
         if self.transcript is not None:
             self.transcript.close()
+
+
+def _extra_roots(policy: ToolPolicy) -> tuple[Path, ...]:
+    """The ``additionalDirectories`` the policy's permission checks accept, for the file tools."""
+    if isinstance(policy, HarnessPolicy):
+        return tuple(Path(p) for p in policy.permissions.extra_roots)
+    return ()

@@ -20,6 +20,7 @@ or a hook block can be pasted in. Models are strict (``extra="forbid"``) and fro
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -328,6 +329,22 @@ class SettingsFile:
         return f"{self.path} (from ${SETTINGS_ENV})" if self.scope == "env" else str(self.path)
 
 
+CLAUDE_CONFIG_ENV = "CLAUDE_CONFIG_DIR"
+
+
+def claude_user_dir(
+    home: Path | None = None, environ: Mapping[str, str] | None = None
+) -> Path | None:
+    """Claude Code's user folder (``~/.claude``): ``home/.claude`` when ``home`` is given, else
+    ``$CLAUDE_CONFIG_DIR`` as Claude Code honours it, else ``$HOME/.claude``; None without HOME."""
+    if home is not None:
+        return home / ".claude"
+    env = os.environ if environ is None else environ
+    if env.get(CLAUDE_CONFIG_ENV):
+        return Path(env[CLAUDE_CONFIG_ENV])
+    return Path(env["HOME"]) / ".claude" if env.get("HOME") else None
+
+
 def settings_files(
     root: Path | None, team_file: Path | None, environ: Mapping[str, str]
 ) -> tuple[SettingsFile, ...]:
@@ -336,9 +353,9 @@ def settings_files(
     ``$TEAMCTL_SETTINGS`` is. ``root`` is the repository (None: no ``.claude/`` files);
     ``team_file`` is ``.team/settings.json`` (None: ``root``'s)."""
     files: list[SettingsFile] = []
-    home = environ.get("HOME")
-    if home:
-        files.append(SettingsFile("user", Path(home) / ".claude" / "settings.json"))
+    user_dir = claude_user_dir(environ=environ)
+    if user_dir is not None:
+        files.append(SettingsFile("user", user_dir / "settings.json"))
     if root is not None:
         files.append(SettingsFile("project", root / ".claude" / "settings.json"))
         files.append(SettingsFile("local", root / ".claude" / "settings.local.json"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
+import tempfile
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +19,11 @@ import pytest
 from harness.shell.sandbox import probe_bwrap
 
 REQUIRE_SANDBOX_ENV = "TEAMCTL_REQUIRE_SANDBOX"
+
+# The developer's own ~/.claude (settings, skills, CLAUDE.md) must not change what tests see:
+# every test, and every process it starts, reads an empty Claude Code user folder instead.
+# Tests of the user scope pass HOME explicitly and drop this variable.
+os.environ["CLAUDE_CONFIG_DIR"] = tempfile.mkdtemp(prefix="teamctl-tests-claude-")
 _sandbox_skips: list[str] = []
 
 _real_connect = socket.socket.connect

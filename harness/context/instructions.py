@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Literal
 
 from harness.permissions.checks import Permissions
+from harness.settings import claude_user_dir
 from harness.tools.base import PermissionRequest, ToolContext
 
 Kind = Literal["user", "project", "agents", "local", "import"]
@@ -139,12 +140,13 @@ class _Loader:
         self,
         root: Path,
         home: Path,
+        user_dir: Path,
         denied: Denied | None,
         max_file_chars: int,
         max_total_chars: int,
     ) -> None:
         self.root, self.home = root.resolve(), home
-        self.user_dir = (home / ".claude").resolve()
+        self.user_dir = user_dir.resolve()
         self.denied = denied
         self.max_file, self.max_total = max_file_chars, max_total_chars
         self.out = Instructions()
@@ -233,9 +235,10 @@ def load_instructions(
     max_total_chars: int = MAX_TOTAL_CHARS,
 ) -> Instructions:
     """The instruction files an agent working in ``cwd`` (inside ``root``) follows."""
+    user_dir = claude_user_dir(home) or Path.home() / ".claude"
     home = home if home is not None else Path.home()
-    loader = _Loader(root, home, denied, max_file_chars, max_total_chars)
-    loader.add(home / ".claude" / "CLAUDE.md", "user", user=True)
+    loader = _Loader(root, home, user_dir, denied, max_file_chars, max_total_chars)
+    loader.add(user_dir / "CLAUDE.md", "user", user=True)
     for folder in _folders(root, cwd or root):
         for name, kind in PROJECT_FILES:
             loader.add(folder / name, kind, user=False)

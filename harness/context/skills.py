@@ -38,6 +38,7 @@ from harness.errors import HarnessError
 from harness.permissions.checks import GRANTED_RULES_KEY
 from harness.permissions.rules import Rule, RuleError
 from harness.ports import ModelClient, ModelRequest, ModelResponse
+from harness.settings import claude_user_dir
 from harness.tools.base import ToolContext
 from harness.tools.names import OUR_NAMES
 
@@ -184,7 +185,7 @@ def parse_skill(path: Path, scope: str = "team") -> tuple[Skill, str]:
 
 def skill_scopes(root: Path, home: Path | None = None) -> list[tuple[str, Path]]:
     """``(scope, folder)`` in precedence order, lowest first (see the module docstring)."""
-    user = (home if home is not None else Path.home()) / ".claude" / "skills"
+    user = (claude_user_dir(home) or Path.home() / ".claude") / "skills"
     return [("project", root / PROJECT_SKILLS), ("personal", user), ("team", root / TEAM_SKILLS)]
 
 

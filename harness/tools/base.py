@@ -156,6 +156,8 @@ class ToolContext:
     file_reads: FileReads = field(default_factory=FileReads)
     read_guard: ReadGuard | None = None
     """Set by the executor for one call from its ``PolicyVerdict`` (``None``: nothing denied)."""
+    extra_roots: tuple[Path, ...] = ()
+    """More directories file tools may work in besides ``root`` (``additionalDirectories``)."""
 
     def command_env(self) -> CommandEnv:
         """The environment policy of this agent's child processes (``harness.shell.environment``)."""

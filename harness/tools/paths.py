@@ -32,12 +32,16 @@ def resolve_path(raw: str, ctx: ToolContext) -> Path:
 
 
 def resolve_in_root(raw: str, ctx: ToolContext) -> Path:
-    """``resolve_path``, and the result must lie inside ``ctx.root`` (else ``ToolError``)."""
+    """``resolve_path``, and the result must lie inside ``ctx.root`` or one of
+    ``ctx.extra_roots`` (else ``ToolError``)."""
     resolved = resolve_path(raw, ctx)
     root = _resolve(ctx.root, str(ctx.root))
-    if not resolved.is_relative_to(root):
-        raise ToolError(f"path {raw!r} resolves to {resolved}, outside the working root {root}")
-    return resolved
+    if resolved.is_relative_to(root):
+        return resolved
+    for extra in ctx.extra_roots:
+        if resolved.is_relative_to(_resolve(extra, str(extra))):
+            return resolved
+    raise ToolError(f"path {raw!r} resolves to {resolved}, outside the working root {root}")
 
 
 def _resolve(path: Path, raw: str) -> Path:

@@ -253,3 +253,26 @@ def test_ask_runs_the_repositorys_stop_hook(tmp_path: Path) -> None:
     assert code == 0, err.getvalue()
     assert out.getvalue().strip().endswith("Second pass."), out.getvalue()
     assert len(list(tmp_path.glob("seen-*"))) == 1
+
+
+def test_additional_directories_reach_the_file_tools(tmp_path: Path) -> None:
+    from actors.cli.ask import default_policy_factory
+
+    repo, shared = tmp_path / "repo", tmp_path / "shared"
+    repo.mkdir()
+    shared.mkdir()
+    (shared / "notes.txt").write_text("shared notes\n")
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "settings.json").write_text(
+        json.dumps({"permissions": {"additionalDirectories": ["../shared"]}})
+    )
+    model = scripted(
+        {"tool_uses": [{"name": "read_file", "input": {"path": str(shared / "notes.txt")}}]},
+        {"match": "shared notes", "text": "saw the shared notes"},
+    )
+    out, err = io.StringIO(), io.StringIO()
+    code = run_ask(
+        repo, "go", model_client=model, policy_factory=default_policy_factory, out=out, err=err
+    )
+    assert code == 0, err.getvalue()
+    assert out.getvalue().strip().endswith("saw the shared notes"), out.getvalue()

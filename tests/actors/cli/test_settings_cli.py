@@ -19,6 +19,7 @@ def claude_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, 
     home = tmp_path / "home"
     (home / ".claude").mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     root = git_repo(tmp_path, monkeypatch)
     (root / ".claude").mkdir()
     return root, home
@@ -112,6 +113,7 @@ def test_a_claude_deny_rule_stops_a_command_that_team_settings_allow_even_in_byp
 ) -> None:
     home = tmp_path / "home"
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     root = tmp_path / "repo"
     (root / ".git").mkdir(parents=True)
     (root / ".claude").mkdir()
