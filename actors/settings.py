@@ -99,6 +99,24 @@ class TeamSettings(_Strict):
     disk_full_grace_s: float | None = Field(default=30.0, gt=0)
     """Seconds a headless run waits for space after the disk fills up before it stops, the team
     paused (exit code 5); None = wait like the console does."""
+    notify_window_s: float = Field(default=0.5, ge=0)
+    """Seconds the lead waits after a teammate's status notice (a completed task) for more to
+    arrive, so that they reach it as one message; it is then woken only if no teammate is still
+    at work (docs/ARCHITECTURE.md, "Fewer model calls"). 0 = look at once."""
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    """Team budget in USD over the whole journal (every run and resume): once the recorded
+    cost (``teamctl cost``) reaches it, no agent starts another model call and a headless run
+    stops, the team paused (exit code 3); None = no budget."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """Team budget in tokens (input, output, cache reads and writes, over the whole journal),
+    enforced like ``max_cost_usd``; None = no budget."""
+    max_turns_per_task: int | None = Field(default=None, ge=1)
+    """Model calls that may be made on one task (every call of an agent while it holds the
+    task, over all its claims): the agent holding it makes no more; None = no limit."""
+    max_tokens_per_turn: int | None = Field(default=None, ge=1)
+    """Tokens (input, output, cache reads and writes) one agent may spend in one turn (from the
+    message that opened it until the model stops) before it makes no more model calls; None =
+    no limit."""
 
 
 class MailboxSettings(_Strict):

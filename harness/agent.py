@@ -2,7 +2,10 @@
 
 The agent owns its loop and everything the loop needs; the team runtime (or ``teamctl ask``)
 passes in what only it knows: the model client, the tool policy, extra tools, hooks and a
-team-state provider whose text is injected into the system prompt before every call.
+team-state provider. What the model sees keeps a stable prefix (docs/ARCHITECTURE.md, "Context and
+the prompt cache"): tools in a fixed order, a system prompt fixed for the session, and the
+volatile context (team state, memory index, working directory) as reminders appended to the
+conversation when it changes.
 """
 
 from __future__ import annotations
@@ -143,6 +146,10 @@ class Agent:
         tools.append(CompactTool(self.request_compaction))
         if config.subagents and not subagent:
             tools.append(TaskTool(self._run_subagent))
+        # The request's tool order: the agent's own tools, then the team's, then the rest (MCP),
+        # each by name; tools added later go last, so earlier ones never move.
+        self._tool_rank = {t.name: 0 for t in tools} | {t.name: 1 for t in extra_tools}
+        self._tool_order: list[str] = []
         tools += extra_tools
         if tool_names is not None:
             tools = [t for t in tools if t.name in tool_names]
@@ -225,24 +232,27 @@ class Agent:
         prompt = SystemPrompt(
             identity=cfg.identity.replace("{name}", cfg.name), tool_guidance=cfg.tool_guidance
         )
-        # Static for the session (read once, in the cached block): memory guidance, instructions.
+        # Fixed for the session (the system prompt): memory guidance, instructions, workspace,
+        # the skills catalog as the session starts (sections added later, such as the MCP
+        # servers', too: the prompt is rendered at the first request). Nothing here may change
+        # while the session runs, nor (ideally) when it resumes.
         if "remember" in self.registry or "recall" in self.registry:
             prompt.add_static("How memory works", MEMORY_GUIDANCE.format(dir=self.memory.dir))
         denied = denied_by_rules(self.policy, self.tool_context)
         prompt.add_static(
             "Project instructions", load_instructions(self.root, self.cwd, denied=denied).text()
         )
-        prompt.add_section(
+        prompt.add_static(
             "Workspace",
-            lambda: (
-                f"Repository root: {self.root}\nWorking directory: {self.cwd}\n"
-                f"Agent name: {cfg.name}"
-            ),
+            f"Repository root: {self.root}\nWorking directory: {self.cwd}\nAgent name: {cfg.name}",
         )
-        if state_provider is not None:
-            prompt.add_section("Team state", state_provider)
         prompt.add_section("Skills", self.skills.catalog)
-        prompt.add_section("Memory", self.memory.index_text)
+        # Volatile: sent as a reminder at the tail of the conversation whenever it changes (the
+        # first one with the first request of a session, a resumed one too).
+        prompt.add_volatile("Working directory", lambda: str(self.cwd), known=str(self.cwd))
+        if state_provider is not None:
+            prompt.add_volatile("Team state", state_provider, mid_turn=False)
+        prompt.add_volatile("Memory", self.memory.index_text, mid_turn=False)
         if self.hook_runner is not None and not self.is_subagent:
             start = self.run_hook(
                 "SessionStart", source="resume" if resume else "startup", model=self.config.model
@@ -351,7 +361,16 @@ class Agent:
         # JSON schemas cost ~1 ms a tool to generate; the tool set only changes between turns.
         names = tuple(self.registry.names())
         if self._spec_cache is None or self._spec_cache[0] != names:
-            self._spec_cache = (names, self.registry.specs())
+            known = set(self._tool_order)
+            new = [n for n in names if n not in known]
+            self._tool_order += sorted(new, key=lambda n: (self._tool_rank.get(n, 2), n))
+            present = set(names)
+            specs = tuple(
+                tool.spec()
+                for tool in (self.registry.get(n) for n in self._tool_order if n in present)
+                if tool is not None
+            )
+            self._spec_cache = (names, specs)
         return self._spec_cache[1]
 
     def _is_read_only(self, call: ToolUseBlock) -> bool:

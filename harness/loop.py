@@ -5,7 +5,12 @@ A step is one model call plus the tool batch it asked for. The caller runs a who
 the team actor does; between steps the message list is always valid to send. Every step returns a
 ``transition``: ``tool_use`` and ``stop_hook_feedback`` continue; ``completed``, ``max_turns``,
 ``budget``, ``hook_stopped``, ``interrupted`` and ``error`` end the turn. The only signal that
-continues the conversation is the presence of ``tool_use`` blocks.
+continues the conversation is the presence of ``tool_use`` blocks, with one exception: a batch
+whose LAST call is to a terminal tool (``Tool.ends_turn``, e.g. a teammate's ``complete_task``),
+in which no call failed and after which no injected message waits, ends the turn as
+``completed`` without another model call (``StepResult.ended_by`` names the tool). Its results are
+in the history as usual (every ``tool_use`` has its ``tool_result``; the next turn's input is
+merged into that user message) and the Stop hooks run as for a text answer.
 
 The values the loop takes and returns live here too: ``LoopConfig``, ``LoopHooks`` (with the
 ``StopVerdict``/``PromptVerdict`` a hook returns), ``StepResult``, ``TurnResult`` and ``LoopState``.
@@ -77,6 +82,11 @@ class ToolBatchRunner(Protocol):
         self, calls: Sequence[ToolUseBlock], ctx: ToolContext
     ) -> list[ToolResultBlock]: ...
 
+    def ends_turn(self, call: ToolUseBlock) -> bool:
+        """Whether ``call`` is to a terminal tool: once it succeeded the model has nothing
+        left to say."""
+        ...
+
 
 class LoopConfig(Frozen):
     """Limits and request shape of one agent's loop."""
@@ -139,6 +149,8 @@ class StepResult:
     error_kind: str | None = None
     """With ``error``: the ``ModelError.kind`` (``authentication``, ``rate_limit``, …)."""
     compacted: tuple[str, ...] = ()
+    ended_by: str | None = None
+    """The terminal tool whose successful call ended the turn (no closing model call)."""
 
 
 @dataclass(frozen=True)
@@ -271,6 +283,8 @@ class AgentLoop:
     def _apply(self, compaction: Compaction) -> None:
         self.state.messages = list(compaction.messages)
         self.counter.reset()
+        if compaction.trigger != "micro":  # the summary dropped the earlier reminders
+            self.system.forget_reminders()
         if self.transcript:
             self.transcript.compact_boundary(
                 compaction.messages,
@@ -327,6 +341,21 @@ class AgentLoop:
             st.turn_active = False
             raise HarnessError("begin_turn needs input: the model already answered")
 
+    def _attach_reminder(self) -> None:
+        """Append the volatile context that changed (``SystemPrompt.reminder``) to the newest
+        user message, in the transcript too: later requests resend it unchanged, so the prefix
+        stays stable (docs/ARCHITECTURE.md, "Context and the prompt cache")."""
+        msgs = self.state.messages
+        if not msgs or msgs[-1].role != "user":
+            return
+        text = self.system.reminder(mid_turn=self.state.turn_steps > 0)
+        if text is None:
+            return
+        block = TextBlock(text=text)
+        msgs[-1] = Message(role="user", content=(*msgs[-1].content, block))
+        if self.transcript:
+            self.transcript.amend((block,))
+
     def _end(self, transition: Transition, **kw: object) -> StepResult:
         self.state.turn_active = False
         self.state.last_transition = transition
@@ -353,6 +382,7 @@ class AgentLoop:
         if done is not None:
             self._apply(done)
             compacted.append(done.trigger)
+        self._attach_reminder()
         try:
             response = self._call_with_reactive_compaction(system, compacted)
         except ModelError as exc:
@@ -382,10 +412,15 @@ class AgentLoop:
         results = self._run_tools(calls)
         crash_point("tools.before_results")
         extra = [TextBlock(text=t) for t in self._take_pending()]
+        terminal = not extra and self._ends_turn(calls, results)
         note = self.hooks.after_tools() if self.hooks.after_tools else None
         if note:
             extra.append(TextBlock(text=note))
         self._append(Message(role="user", content=(*results, *extra)))
+        if terminal:
+            return self._finish(
+                text, response, tuple(compacted), tool_results=tuple(results), ended_by=calls[-1]
+            )
         st.last_transition = "tool_use"
         return StepResult(
             transition="tool_use",
@@ -410,14 +445,34 @@ class AgentLoop:
                 raise
             self._apply(done)
             compacted.append("reactive")
+            self._attach_reminder()
             return self.model.complete(self.build_request(system))
 
-    def _finish(self, text: str, response: ModelResponse, compacted: tuple[str, ...]) -> StepResult:
+    def _ends_turn(self, calls: list[ToolUseBlock], results: list[ToolResultBlock]) -> bool:
+        """The batch's last call is to a terminal tool and no call in it failed."""
+        return self.executor.ends_turn(calls[-1]) and not any(r.is_error for r in results)
+
+    def _finish(
+        self,
+        text: str,
+        response: ModelResponse,
+        compacted: tuple[str, ...],
+        *,
+        tool_results: tuple[ToolResultBlock, ...] = (),
+        ended_by: ToolUseBlock | None = None,
+    ) -> StepResult:
         st = self.state
+        name = ended_by.name if ended_by is not None else None
         if self.hooks.on_stop:
             verdict = self.hooks.on_stop(text, st.stop_hook_active)
             if verdict.action == "stop":
-                return self._end("hook_stopped", text=verdict.reason or text, response=response)
+                return self._end(
+                    "hook_stopped",
+                    text=verdict.reason or text,
+                    response=response,
+                    tool_results=tool_results,
+                    ended_by=name,
+                )
             if verdict.action == "continue" and not st.stop_hook_active and verdict.reason:
                 st.stop_hook_active = True
                 self._append(Message(role="user", content=(TextBlock(text=verdict.reason),)))
@@ -427,9 +482,17 @@ class AgentLoop:
                     done=False,
                     text=text,
                     response=response,
+                    tool_results=tool_results,
                     compacted=compacted,
                 )
-        return self._end("completed", text=text, response=response, compacted=compacted)
+        return self._end(
+            "completed",
+            text=text,
+            response=response,
+            tool_results=tool_results,
+            compacted=compacted,
+            ended_by=name,
+        )
 
     def _run_tools(self, calls: list[ToolUseBlock]) -> list[ToolResultBlock]:
         try:

@@ -100,6 +100,15 @@ class ModelResponse(Frozen):
     content: tuple[ContentBlock, ...]
     stop_reason: StopReason | None
     usage: Usage = Usage()
+    billed: Usage | None = None
+    """What the whole call was billed when it took several API requests (an escalated retry,
+    continuations after ``max_tokens``); ``usage`` is then the last request's (what the context
+    holds). None: ``usage`` is the bill."""
+
+    @property
+    def billed_usage(self) -> Usage:
+        """The tokens this call was billed for."""
+        return self.usage if self.billed is None else self.billed
 
 
 @runtime_checkable

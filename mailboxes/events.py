@@ -296,6 +296,22 @@ class WorktreeMerged(Payload):
     squash: bool = False
 
 
+class UsageRecorded(Payload):
+    """One model call of ``agent``: the tokens the model client reported as billed for it and
+    their cost in USD (``None``: the model's price is unknown), charged to ``task_id``, the task
+    the agent held when the call was recorded (``None``: none). Counted once per stored event."""
+
+    TYPE = "usage.recorded"
+    agent: str
+    model: str
+    task_id: str | None = None
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    cache_read_input_tokens: int = Field(default=0, ge=0)
+    cache_creation_input_tokens: int = Field(default=0, ge=0)
+    cost_usd: float | None = Field(default=None, ge=0)
+
+
 class JournalTailRepaired(Payload):
     """Written by the journal itself: a torn last line (1-based ``line_no``) was dropped."""
 

@@ -13,7 +13,9 @@ Rules the fold encodes (the board validates commands; the fold only records what
 - claiming sets owner and epoch; release and delete free the owner; completion keeps the owner
   for the record but frees the holding; any claim or release voids a plan approval;
 - ``Task.seq`` is the last seq that changed the task's projection, ``TeamState.team_seq`` the
-  last that changed the team view, so projections are reproducible by replay.
+  last that changed the team view, so projections are reproducible by replay;
+- ``usage.recorded`` adds one call to the team's, the agent's and the task's ``UsageTotals``
+  (or the untasked ones); it changes no projection.
 """
 
 from __future__ import annotations
@@ -23,12 +25,14 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from actors.board.state import (
+    NO_USAGE,
     Member,
     PlanRequest,
     PlanStatus,
     Task,
     TaskPlan,
     TeamState,
+    UsageTotals,
     WorktreeRecord,
     task_number,
 )
@@ -48,6 +52,7 @@ from mailboxes.events import (
     TaskReleased,
     TaskUpdated,
     TeamCreated,
+    UsageRecorded,
     WorktreeBound,
     WorktreeCreated,
     WorktreeMerged,
@@ -95,6 +100,7 @@ class _Builder:
     """Mutable working copy used inside one ``fold_all`` call; never escapes it."""
 
     __slots__ = (
+        "agent_usage",
         "holdings",
         "members",
         "name",
@@ -102,8 +108,11 @@ class _Builder:
         "ops",
         "plan_requests",
         "seq",
+        "task_usage",
         "tasks",
         "team_seq",
+        "untasked_usage",
+        "usage",
         "worktrees",
     )
 
@@ -118,6 +127,10 @@ class _Builder:
         self.plan_requests = _copy(state.plan_requests)
         self.ops = _copy(state.ops)
         self.worktrees = _copy(state.worktrees)
+        self.usage = state.usage
+        self.agent_usage = _copy(state.agent_usage)
+        self.task_usage = _copy(state.task_usage)
+        self.untasked_usage = state.untasked_usage
 
     def freeze(self) -> TeamState:
         return TeamState(
@@ -131,6 +144,10 @@ class _Builder:
             plan_requests=MappingProxyType(self.plan_requests),
             ops=MappingProxyType(self.ops),
             worktrees=MappingProxyType(self.worktrees),
+            usage=self.usage,
+            agent_usage=MappingProxyType(self.agent_usage),
+            task_usage=MappingProxyType(self.task_usage),
+            untasked_usage=self.untasked_usage,
         )
 
     def apply_all(self, events: Iterable[Event]) -> _Builder:
@@ -380,6 +397,25 @@ class _Builder:
         if record is not None:
             self.worktrees[body.name] = record._replace(merged_commit=body.commit)
 
+    def usage_recorded(self, event: Event, p: Any) -> None:
+        body: UsageRecorded = p
+        self.usage = _add(self.usage, body)
+        self.agent_usage[body.agent] = _add(self.agent_usage.get(body.agent, NO_USAGE), body)
+        if body.task_id is None:
+            self.untasked_usage = _add(self.untasked_usage, body)
+        else:
+            self.task_usage[body.task_id] = _add(self.task_usage.get(body.task_id, NO_USAGE), body)
+
+
+def _add(totals: UsageTotals, body: UsageRecorded) -> UsageTotals:
+    return totals.plus(
+        input_tokens=body.input_tokens,
+        output_tokens=body.output_tokens,
+        cache_read_input_tokens=body.cache_read_input_tokens,
+        cache_creation_input_tokens=body.cache_creation_input_tokens,
+        cost_usd=body.cost_usd,
+    )
+
 
 _HANDLERS: dict[str, Callable[[_Builder, Event, Any], None]] = {
     "team.created": _Builder.team_created,
@@ -399,4 +435,5 @@ _HANDLERS: dict[str, Callable[[_Builder, Event, Any], None]] = {
     "worktree.bound": _Builder.worktree_bound,
     "worktree.removed": _Builder.worktree_removed,
     "worktree.merged": _Builder.worktree_merged,
+    "usage.recorded": _Builder.usage_recorded,
 }

@@ -2,8 +2,8 @@
 (docs/ARCHITECTURE.md, "The task board").
 
 The values the fold in ``actors.board.fold`` builds from journal events: ``TeamState`` (the
-whole team up to a seq) with its ``Task``, ``Member``, ``PlanRequest`` and ``WorktreeRecord``
-values, ``EMPTY`` (the state before the first event) and the ``task_<n>`` id helpers. Every value
+whole team up to a seq) with its ``Task``, ``Member``, ``PlanRequest``, ``WorktreeRecord`` and
+``UsageTotals`` values, ``EMPTY`` (the state before the first event) and the ``task_<n>`` id helpers. Every value
 is immutable; states share the values they did not change.
 
 - task ids are ``task_<n>``, dense from 1, so dict order is creation order is id order;
@@ -115,6 +115,73 @@ class PlanRequest(NamedTuple):
     requested_at: float = 0.0
 
 
+class UsageTotals(NamedTuple):
+    """Model usage summed over ``usage.recorded`` events (an agent's, a task's, the team's)."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cost_usd: float = 0.0
+    """The cost of the priced calls (``unpriced_calls`` are not in it)."""
+    unpriced_calls: int = 0
+    """Calls on a model whose price is unknown (``harness.model.pricing``)."""
+
+    @property
+    def tokens(self) -> int:
+        """Every token: input, output, cache reads and cache writes."""
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_read_input_tokens
+            + self.cache_creation_input_tokens
+        )
+
+    @property
+    def cache_hit_rate(self) -> float:
+        """Cache reads as a share of all input tokens (0.0 when there were none)."""
+        read = self.cache_read_input_tokens
+        total = self.input_tokens + read + self.cache_creation_input_tokens
+        return read / total if total else 0.0
+
+    def as_json(self) -> dict[str, Any]:
+        """The fields of ``teamctl cost --json`` (the API's token names)."""
+        return {
+            "calls": self.calls,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_input_tokens": self.cache_read_input_tokens,
+            "cache_creation_input_tokens": self.cache_creation_input_tokens,
+            "cache_hit_rate": round(self.cache_hit_rate, 4),
+            "cost_usd": self.cost_usd,
+            "unpriced_calls": self.unpriced_calls,
+        }
+
+    def plus(
+        self,
+        *,
+        input_tokens: int,
+        output_tokens: int,
+        cache_read_input_tokens: int,
+        cache_creation_input_tokens: int,
+        cost_usd: float | None,
+    ) -> UsageTotals:
+        """These totals with one more call."""
+        return UsageTotals(
+            self.calls + 1,
+            self.input_tokens + input_tokens,
+            self.output_tokens + output_tokens,
+            self.cache_read_input_tokens + cache_read_input_tokens,
+            self.cache_creation_input_tokens + cache_creation_input_tokens,
+            self.cost_usd + (cost_usd or 0.0),
+            self.unpriced_calls + (cost_usd is None),
+        )
+
+
+NO_USAGE = UsageTotals()
+
+
 class WorktreeRecord(NamedTuple):
     """A git worktree the journal knows of (``worktree.*`` events); kept after removal."""
 
@@ -145,6 +212,14 @@ class TeamState:
     plan_requests: Mapping[str, PlanRequest] = field(default_factory=_empty)
     ops: Mapping[str, int] = field(default_factory=_empty)
     worktrees: Mapping[str, WorktreeRecord] = field(default_factory=_empty)
+    usage: UsageTotals = NO_USAGE
+    """Model usage of the whole team (``usage.recorded``)."""
+    agent_usage: Mapping[str, UsageTotals] = field(default_factory=_empty)
+    """Model usage per agent, in order of first call."""
+    task_usage: Mapping[str, UsageTotals] = field(default_factory=_empty)
+    """Model usage per task: the calls made by an agent while it held the task."""
+    untasked_usage: UsageTotals = NO_USAGE
+    """Model usage of calls made holding no task (the lead's, a teammate's between tasks)."""
 
     def task(self, tid: str) -> Task:
         """The task ``tid`` (``UnknownTask`` if it was never created)."""

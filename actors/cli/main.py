@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from actors.cli import approvals, journal, messages, settings_cmd, tasks, team, worktree
+from actors.cli import approvals, cost, journal, messages, settings_cmd, tasks, team, worktree
 from actors.cli.ask import ask_command
 from actors.cli.demo import COMMANDS as DEMO_COMMANDS
 from actors.cli.mcp import mcp_group
@@ -164,6 +164,7 @@ for _command in (
     *journal.COMMANDS,
     *approvals.COMMANDS,
     *settings_cmd.COMMANDS,
+    *cost.COMMANDS,
 ):
     cli.add_command(_command)
 for _command in OPS_COMMANDS:

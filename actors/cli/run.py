@@ -13,7 +13,8 @@ Leaving (Ctrl-C, SIGTERM, ``/quit``, the end of a headless run, a member failing
 every member keeps its claim, conversation and unread mail, and ``resume`` brings them back and
 says whom. Only ``stop NAME`` and ``run --fresh`` retire members (docs/RELIABILITY.md, "Stop and
 resume"). The exit code says how a headless run ended (``EXIT_*`` below, the README's table), and
-the stream-json ``result`` carries the same outcome as ``subtype``/``is_error``/``exit_code``.
+the stream-json ``result`` carries the same outcome as ``subtype``/``is_error``/``exit_code``,
+and the team's model usage (``usage``, ``total_cost_usd``: what ``teamctl cost`` totals).
 
 Approvals (the README's "Approvals"): in the console every pending request routed to the human
 (the lead's own asks, teammates' permission requests, plans when ``approvals.plans`` is
@@ -56,7 +57,8 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 """The team finished: idle, and every task completed (or there were none)."""
 EXIT_UNFINISHED = 3
-"""The run ended (idle, or ``--timeout``) with tasks pending, blocked or in progress."""
+"""The run ended (idle, ``--timeout``, or a cap of the ``team`` settings reached) with work
+left: tasks pending, blocked or in progress."""
 EXIT_MEMBER_FAILED = 4
 """A member failed for good: a rejected API key (not retried), or no restart left."""
 EXIT_DISK_FULL = 5
@@ -208,6 +210,8 @@ def _text_line(event: Mapping[str, Any]) -> str | None:
         return "[team] recovered: free space again, resuming the interrupted work"
     if kind == "failed":
         return f"[{agent}] failed and stays down: {event['error']}"
+    if kind == "cap_reached":
+        return f"[{agent}] stops: {event['message']}"
     if kind == "resumed":
         return "[team] resumed " + ", ".join(_resumed_text(m) for m in event["members"])
     return None
@@ -395,12 +399,15 @@ def _summary(rt: TeamRuntime, *, timed_out: bool = False, stopped: bool = False)
     unfinished = [t.id for t in state.tasks.values() if t.status not in ("completed", "deleted")]
     failed = rt.failures()
     disk_full = rt.out_of_space()
+    cap = rt.cap_reached()
     if stopped:
         subtype, code = "error_interrupted", EXIT_STOPPED
     elif disk_full is not None:  # the cause: a member that failed meanwhile may be its victim
         subtype, code = "error_disk_full", EXIT_DISK_FULL
     elif failed:
         subtype, code = "error_member_failed", EXIT_MEMBER_FAILED
+    elif cap is not None:
+        subtype, code = "error_cap_reached", EXIT_UNFINISHED
     elif timed_out:
         subtype, code = "error_timeout", EXIT_UNFINISHED
     elif unfinished:
@@ -416,7 +423,16 @@ def _summary(rt: TeamRuntime, *, timed_out: bool = False, stopped: bool = False)
         "unfinished": unfinished,
         "failed": failed,
         **({"disk_full": disk_full} if disk_full is not None else {}),
+        **({"cap": cap.as_event()} if cap is not None else {}),
         "members": {m.name: m.status for m in state.members.values()},
+        # The team's model usage over the whole journal (`teamctl cost`), Claude Code's names.
+        "total_cost_usd": state.usage.cost_usd,
+        "usage": {
+            "input_tokens": state.usage.input_tokens,
+            "output_tokens": state.usage.output_tokens,
+            "cache_read_input_tokens": state.usage.cache_read_input_tokens,
+            "cache_creation_input_tokens": state.usage.cache_creation_input_tokens,
+        },
     }
 
 
@@ -429,6 +445,10 @@ def _report(printer: _Printer, output_format: str, summary: Mapping[str, Any]) -
             "`teamctl resume`",
             err=True,
         )
+    if summary.get("subtype") == "error_cap_reached":  # which cap, and how to raise it
+        cap = summary["cap"]
+        reason, hint = safe(f"cap reached: {cap['reason']}"), safe(cap["hint"])
+        click.echo(f"error: {reason} — the team is paused; {hint}", err=True)
     if output_format == "stream-json":
         printer(summary)
         return code
@@ -443,7 +463,7 @@ def _report(printer: _Printer, output_format: str, summary: Mapping[str, Any]) -
     elif subtype == "error_member_failed":
         for name, error in summary["failed"].items():
             click.echo(f"error: {name} failed: {error}", err=True)
-    elif subtype == "error_disk_full":
+    elif subtype in ("error_disk_full", "error_cap_reached"):
         return code  # its line above says the team is paused
     if code != EXIT_OK:
         click.echo("the team is paused: `teamctl resume` continues it", err=True)
@@ -514,15 +534,23 @@ def _run(
             rt.submit(prompt)
         if not interactive:
             # A member that failed for good ends the run at once (nobody would do its part),
-            # and so does a disk still full after team.disk_full_grace_s.
+            # and so do a disk still full after team.disk_full_grace_s and a cap reached.
             def ended_early() -> bool:
-                return bool(rt.failures()) or rt.out_of_space() is not None
+                return (
+                    bool(rt.failures())
+                    or rt.out_of_space() is not None
+                    or rt.cap_reached() is not None
+                )
 
             ended = rt.wait_until(lambda: ended_early() or rt.is_idle(), timeout)
             if announcer is not None:
                 announcer.flush(rt.board.refresh())
             summary = _summary(rt, timed_out=not ended)
-            why = {"error_disk_full": "disk_full", "error_member_failed": "member_failed"}
+            why = {
+                "error_disk_full": "disk_full",
+                "error_member_failed": "member_failed",
+                "error_cap_reached": "cap_reached",
+            }
             rt.stop(why.get(summary["subtype"], "run_ended"))
             return _report(printer, output_format, summary)  # last: after the stop's events
         _console(rt, feed, questions)

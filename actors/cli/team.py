@@ -80,6 +80,14 @@ def _pending(team: Team, state: TeamState) -> list[dict[str, Any]]:
     return rows
 
 
+def _usage(state: TeamState, name: str) -> dict[str, Any]:
+    """A member's model usage for ``status`` (``teamctl cost`` has the details)."""
+    from actors.board.state import NO_USAGE
+
+    used = state.agent_usage.get(name, NO_USAGE)
+    return {"tokens": used.tokens, "cost_usd": used.cost_usd}
+
+
 def _age(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:.0f}s"
@@ -91,7 +99,8 @@ def _age(seconds: float) -> str:
 @click.command()
 @json_option
 def status(as_json: bool) -> None:
-    """Tasks by state, members, requests waiting for an answer and inbox counts."""
+    """Tasks by state, members (with their tokens and cost), requests waiting for an answer
+    and inbox counts."""
     with team_session(read_only=True) as team:
         state = team.state()
         counts: dict[str, int] = {}
@@ -99,7 +108,13 @@ def status(as_json: bool) -> None:
             counts[task.status] = counts.get(task.status, 0) + 1
         ready = len(state.ready())
         members = [
-            {"name": m.name, "kind": m.kind, "role": m.role, "status": m.status}
+            {
+                "name": m.name,
+                "kind": m.kind,
+                "role": m.role,
+                "status": m.status,
+                **_usage(state, m.name),
+            }
             for m in state.members.values()
         ]
         inboxes = team.inbox_counts()
@@ -114,6 +129,7 @@ def status(as_json: bool) -> None:
                 "seq": state.seq,
                 "tasks": {**counts, "ready": ready},
                 "members": members,
+                "usage": state.usage.as_json(),
                 "pending": pending,
                 "inboxes": inboxes,
             }
@@ -123,10 +139,16 @@ def status(as_json: bool) -> None:
     order = ("pending", "in_progress", "completed", "deleted")
     summary = ", ".join(f"{s.replace('_', ' ')} {counts.get(s, 0)}" for s in order)
     click.echo(f"tasks: {summary} (ready {ready})")
+    used = state.usage
+    click.echo(
+        f"model usage: {used.calls} calls, {used.tokens:,} tokens, ${used.cost_usd:.4f} "
+        "(`teamctl cost` by agent and task)"
+    )
     if members:
-        grid = table("members", ("name", "kind", "role", "status"))
+        grid = table("members", ("name", "kind", "role", "status", "tokens", "cost"))
         for m in members:
-            grid.add_row(m["name"], m["kind"], m["role"] or "-", m["status"])
+            tokens, cost = f"{m['tokens']:,}", f"${m['cost_usd']:.4f}"
+            grid.add_row(m["name"], m["kind"], m["role"] or "-", m["status"], tokens, cost)
         show(grid)
     else:
         click.echo("members: none yet")

@@ -97,11 +97,20 @@ def _member_status(m: MemberRow) -> Text:
 def _members(snap: Snapshot) -> RenderableType:
     if not snap.members:
         return Text("members: none yet", style="dim")
-    grid = _table("members", "name", "role", "state", "task", "worktree", "unread")
+    grid = _table(
+        "members", "name", "role", "state", "task", "worktree", "unread", "tokens", "cost"
+    )
     for m in snap.members:
         task = "-" if m.task_id is None else f"{m.task_id} {m.task_subject or ''}".strip()
         grid.add_row(
-            m.name, m.role or "-", _member_status(m), task, m.worktree or "-", str(m.unread)
+            m.name,
+            m.role or "-",
+            _member_status(m),
+            task,
+            m.worktree or "-",
+            str(m.unread),
+            f"{m.tokens:,}",
+            f"${m.cost_usd:.4f}",
         )
     return grid
 

@@ -18,7 +18,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from actors.board.state import Task, TeamState
+from actors.board.state import NO_USAGE, Task, TeamState
 
 if TYPE_CHECKING:
     from actors.jobs.cron import CronView
@@ -66,6 +66,10 @@ class MemberRow:
     task_subject: str | None
     worktree: str | None
     unread: int
+    tokens: int = 0
+    """Every token of the member's model calls so far (``usage.recorded``)."""
+    cost_usd: float = 0.0
+    """Their cost in USD (calls on a model of unknown price count none)."""
 
     @property
     def orphaned(self) -> bool:
@@ -265,6 +269,7 @@ def _member_rows(
     rows = []
     for member in state.members.values():
         held = state.holding(member.name)
+        used = state.agent_usage.get(member.name, NO_USAGE)
         rows.append(
             MemberRow(
                 name=member.name,
@@ -277,6 +282,8 @@ def _member_rows(
                 task_subject=None if held is None else held.subject,
                 worktree=None if held is None else held.worktree,
                 unread=unread.get(member.name, 0),
+                tokens=used.tokens,
+                cost_usd=used.cost_usd,
             )
         )
     return tuple(rows)

@@ -82,6 +82,11 @@ class AgentHost(Protocol):
         ``recovered``."""
         ...
 
+    def over_cap(self, name: str, turn: object) -> bool:
+        """A cap of the ``team`` settings stops the agent's next model call (``turn`` names its
+        current turn); the actor parks until a ``Wake`` like a degraded one."""
+        ...
+
     def storage_failed(self, name: str, error: str, generation: int) -> None:
         """A write of the incarnation failed for lack of space (rolled back): not a crash; the
         host brings the member back from its transcript once space returns."""
@@ -188,6 +193,10 @@ class AgentActor(pykka.ThreadingActor):
         """Handle protocol messages the actor answers itself; return those for the model."""
         return batch
 
+    def render_mail(self, batch: Sequence[Envelope]) -> str:
+        """How a batch of messages reads in the model's input (``format_batch``)."""
+        return format_batch(batch)
+
     def on_turn_start(self) -> None:
         """A turn was opened."""
 
@@ -246,7 +255,7 @@ class AgentActor(pykka.ThreadingActor):
         if self.in_turn:
             batch = self.new_mail()
             if batch and not self.dead:
-                self.agent.inject(format_batch(batch))
+                self.agent.inject(self.render_mail(batch))
                 self._queued += [e.id for e in batch]
             return
         if not self.start_turn():
@@ -276,10 +285,14 @@ class AgentActor(pykka.ThreadingActor):
         batch = self.new_mail() if mail else []
         if self.dead:
             return False
-        parts = [p for p in (extra, format_batch(batch) if batch else None) if p]
+        parts = [p for p in (extra, self.render_mail(batch) if batch else None) if p]
         loop = self.agent.loop
         msgs = loop.messages
-        dangling = bool(msgs) and msgs[-1].role == "user" and self.continues_history()
+        # History ending on the user's side is owed an answer, unless a terminal tool closed the
+        # turn (its results end the history and the model has nothing left to say).
+        closed = loop.state.last_transition == "completed"
+        dangling = bool(msgs) and msgs[-1].role == "user" and not closed
+        dangling = dangling and self.continues_history()
         if not parts and not loop.has_pending() and not dangling:
             return False
         self.turn += 1
@@ -293,7 +306,8 @@ class AgentActor(pykka.ThreadingActor):
         return True
 
     def _step(self) -> None:
-        if self.host.paused():  # degraded: no new model call until it recovers
+        # Degraded (until it recovers) or a cap reached (until it is raised): no model call.
+        if self.host.paused() or self.host.over_cap(self.name, (self.generation, self.turn)):
             self.parked = True
             return
         before = list(self._attached)

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from actors.runtime.process import EventSink, Timer
     from actors.runtime.services import TaskWorktrees
     from actors.runtime.supervision import Supervision
+    from actors.runtime.usage import UsageMeter
     from actors.settings import Settings
     from mailboxes.maildir import Maildir
     from mailboxes.messages import Envelope
@@ -76,6 +77,7 @@ class MemberHosting:
         background: Background,
         lead: str,
         idle_timer: Timer | None,
+        usage: UsageMeter,
     ) -> None:
         self._team = team
         self._settings = settings
@@ -85,6 +87,7 @@ class MemberHosting:
         self._background = background
         self._lead = lead
         self._idle_timer = idle_timer
+        self._usage = usage
         self._builder: MemberBuilder | None = None
         self._supervision: Supervision | None = None
         self._stops_lock = threading.Lock()
@@ -142,6 +145,9 @@ class MemberHosting:
 
     def winding_down(self) -> bool:
         return self._roster.stopping
+
+    def over_cap(self, name: str, turn: object) -> bool:
+        return self._usage.check(name, turn) is not None
 
     def storage_failed(self, name: str, error: str, generation: int) -> None:
         self._supervisor().storage_failed(name, error, generation)
@@ -277,7 +283,13 @@ class MemberHosting:
         try:
             if member.kind == "lead":
                 ref = Lead.start(
-                    agent, self, generation=hosted.generation, batch_max=batch, resumed=resume
+                    agent,
+                    self,
+                    generation=hosted.generation,
+                    batch_max=batch,
+                    resumed=resume,
+                    notify_window_s=self._settings.team.notify_window_s,
+                    timer=self._idle_timer,
                 )
             else:
                 ref = Teammate.start(

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from actors.board.state import TeamState
     from actors.runtime.background import Background
     from actors.runtime.permission_requests import HumanDesk, JournalDecisions, OnWait
+    from actors.runtime.usage import UsageMeter
     from actors.services import TeamServices
     from actors.settings import Settings
     from harness.hooks import HookRunner
@@ -301,7 +302,7 @@ def plans_to_host(
 
 class MemberBuilder:
     """Builds the harness ``Agent`` of a member, for its first start and for every restart:
-    its model client, its policy (a teammate's ``ask`` permissions routed by a
+    its model client (metered: every call's usage journaled), its policy (a teammate's ``ask`` permissions routed by a
     ``PermissionRouter``, the lead's to ``lead_approver``, or with a ``desk`` (a person reached
     through ``teamctl run``) to the human through a router of its own; every denial journaled),
     its team tools over ``services``, the sandbox and the shared MCP servers."""
@@ -321,6 +322,7 @@ class MemberBuilder:
         lead: str,
         lead_approver: Approver | None,
         fsync_transcripts: bool,
+        usage: UsageMeter,
         desk: HumanDesk | None = None,
     ) -> None:
         self._root = root
@@ -336,6 +338,7 @@ class MemberBuilder:
         self._lead_approver = lead_approver
         self._fsync = fsync_transcripts
         self._desk = desk
+        self._usage = usage
 
     def build(self, plan: MemberPlan, *, resume: bool, on_permission_wait: OnWait) -> Agent:
         """``plan``'s agent (from its transcript when ``resume``); ``on_permission_wait`` is
@@ -344,7 +347,7 @@ class MemberBuilder:
         return build_agent(
             plan,
             root=self._root,
-            client=client_for(self._model, plan.name, plan.model),
+            client=self._usage.client(plan.name, client_for(self._model, plan.name, plan.model)),
             policy=policy_for(
                 self._settings,
                 self._hooks,

@@ -20,7 +20,8 @@ It only wires its parts together, each owning one concern:
 - ``worktrees``: the Worktrees actor and the worktree locks of claims
   (``actors.runtime.services``);
 - ``background``: the Scheduler, Jobs and MCP servers (``actors.runtime.background``);
-- ``changes``: the watcher and what each change means (``actors.runtime.changes``).
+- ``changes``: the watcher and what each change means (``actors.runtime.changes``);
+- ``usage``: every model call's usage journaled, and the caps on it (``actors.runtime.usage``).
 
 Usage::
 
@@ -77,6 +78,7 @@ from actors.runtime.roster import Roster
 from actors.runtime.services import RuntimeServices, TaskWorktrees
 from actors.runtime.stop import retire_all
 from actors.runtime.supervision import Supervision
+from actors.runtime.usage import CapHit, UsageMeter
 from actors.settings import Settings, load_settings
 from mailboxes.errors import MailboxesError
 from mailboxes.events import MemberSpawned
@@ -151,6 +153,12 @@ class TeamRuntime:
         self._stack = ExitStack()
         events = events_sink
         self.roster = Roster(lead)
+
+        def cap_reached(hit: CapHit) -> None:
+            events.emit(hit.as_event())
+            self.roster.notify()  # a headless run waiting for the team ends at once
+
+        self.usage = UsageMeter(team.board, settings.team, on_hit=cap_reached)
         self.decisions = JournalDecisions(team.journal, ())
         self.worktrees = TaskWorktrees(
             team.repo.root, team.board, settings, lock_path=team.repo.team_dir / "worktrees.lock"
@@ -171,6 +179,7 @@ class TeamRuntime:
             background=self.background,
             lead=lead,
             idle_timer=idle_timer,
+            usage=self.usage,
         )
         self.services = RuntimeServices(
             team,
@@ -210,6 +219,7 @@ class TeamRuntime:
             lead=lead,
             lead_approver=lead_approver,
             fsync_transcripts=fsync_transcripts,
+            usage=self.usage,
             desk=human,  # how a person answers asks (``teamctl run``)
         )
         self.hosting.connect(builder, self.supervision)
@@ -358,6 +368,11 @@ class TeamRuntime:
         """Why this run gives up on a full disk (degraded for ``disk_grace_s``; a headless run
         then stops, pausing the team), or None."""
         return self.supervision.out_of_space()
+
+    def cap_reached(self) -> CapHit | None:
+        """The first cap of the ``team`` settings an agent reached in this run (it then starts
+        no model call; a headless run stops, the team paused), or None."""
+        return self.usage.reached()
 
     def stop(self, reason: str = "runtime_exit") -> None:
         """Stop everything this runtime started (idempotent). Every member still hosted is

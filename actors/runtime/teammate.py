@@ -9,7 +9,11 @@ When it gets a task (claimed by itself, or assigned: the board shows it as the h
 input states the task id, subject, description, the outcomes of its dependencies and its working
 directory. A turn that ends runs the ``TeammateIdle`` hook (exit 2 = keep working with the hook's
 feedback, at most ``MAX_IDLE_HOOK_ROUNDS`` times in a row), then sends an ``idle_notification`` to the lead carrying the final text and task
-id. While IDLE it wakes on its inbox and on the board changing, and claims the lowest-id ready task
+id, and the task's ``summary`` when it completed it; it is sent once the teammate has looked for
+its next task (claimed and started it, or found none), so the lead reading it sees who is still
+at work (``actors.runtime.lead``). A turn may end with the ``complete_task`` (or
+``release_task``, ``submit_plan``) call itself, without a closing model call (terminal tools,
+``harness.loop``): the final text is then what the model wrote next to that call. While IDLE it wakes on its inbox and on the board changing, and claims the lowest-id ready task
 its role may take (``Board.claim_next``, atomic across processes). When the host runs with
 ``team.worktree_per_task`` (``host.worktree_per_task``), it first has a worktree bound to that
 task (``host.ensure_task_worktree``, while the task is still pending and unowned), then claims
@@ -126,8 +130,11 @@ def reminder(task: Task, n: int, of: int) -> str:
     )
 
 
-def task_brief(task: Task, tasks: dict[str, Task] | Any, cwd: Path) -> str:
-    """The input that hands ``task`` to a teammate."""
+def task_brief(
+    task: Task, tasks: dict[str, Task] | Any, cwd: Path, root: Path | None = None
+) -> str:
+    """The input that hands ``task`` to a teammate. The working directory is named only when it
+    is not ``root`` (a worktree), which the system prompt already names."""
     lines = [f"You now hold {claim_tag(task)}: {task.subject}"]
     if task.description:
         lines.append(f"Description: {task.description}")
@@ -138,13 +145,14 @@ def task_brief(task: Task, tasks: dict[str, Task] | Any, cwd: Path) -> str:
             outcome = (dep.summary or "(no summary)") if dep is not None else "(unknown)"
             status = dep.status if dep is not None else "unknown"
             lines.append(f"- {dep_id} ({status}): {outcome}")
-    lines.append(f"Working directory: {cwd}")
+    if cwd != root:
+        lines.append(f"Working directory: {cwd}")
     if task.plan.required and not task.plan.approved:
         lines.append(
             "This task requires an approved plan: investigate read-only, then call submit_plan; "
             "you may change files only once the plan is approved."
         )
-    lines.append(f'When it is done, call complete_task with task_id "{task.id}" and a summary.')
+    lines.append(f'When done: complete_task with task_id "{task.id}" and a summary.')
     return "\n".join(lines)
 
 
@@ -194,6 +202,7 @@ class Teammate(AgentActor):
         self.epoch: int | None = None
         self.status = "starting"
         self._hook_rounds = 0
+        self._notice: dict[str, Any] | None = None  # the idle notification not sent yet
         self._cancel_idle: Callable[[], None] | None = None
         self._stopping = False
         self.worktree_name: str | None = None
@@ -209,7 +218,9 @@ class Teammate(AgentActor):
             if held is not None and self.resumed and self._was_briefed(held):
                 self._approvals_read.update(self._approvals_in_transcript())
                 self._adopt(held)  # a resumed claim: continue it, reminded of what it holds
-                brief = task_brief(held, self.host.board.state.tasks, self.agent.cwd)
+                brief = task_brief(
+                    held, self.host.board.state.tasks, self.agent.cwd, self.agent.root
+                )
                 note = f"You were restarted and still hold this task.\n{brief}"
                 # Opened here, not told to ourselves: the member is busy before the host's
                 # start wake, so a headless resume cannot find the team idle in between.
@@ -304,7 +315,7 @@ class Teammate(AgentActor):
             return False  # already ours and briefed; it wakes on mail
         self._adopt(held)
         self.host.emit({"type": "claimed", "agent": self.name, "task_id": held.id})
-        return self.start_turn(task_brief(held, board.state.tasks, self.agent.cwd))
+        return self.start_turn(task_brief(held, board.state.tasks, self.agent.cwd, self.agent.root))
 
     def _claim_next(self) -> Task | None:
         board = self.host.board
@@ -373,6 +384,7 @@ class Teammate(AgentActor):
             self._stall = None
         self._last_call, self._repeats = None, 0
         self._set("working")
+        self._notify()  # the previous turn's, now that this one has started
         self._arm_watch()
 
     def continues_history(self) -> bool:
@@ -430,17 +442,21 @@ class Teammate(AgentActor):
             released = self._abandon(unfinished)
             held = self.host.board.refresh().holding(self.name)
         status = held.status if held is not None else None
+        summary: str | None = None
         if released is not None:  # as released: another teammate may have claimed it since
             status = released.status
         elif task_id is not None and held is None:
             done = self.host.board.state.tasks.get(task_id)
             status = done.status if done is not None else None
+            summary = done.summary if done is not None and status == "completed" else None
         body: dict[str, Any] = {
             "text": result.text,
             "task_id": task_id,
             "task_status": status,
             "transition": result.transition,
         }
+        if summary:  # the result, so the lead never has to ask for it
+            body["summary"] = summary
         if released is not None:
             body["released"] = ABANDONED
             body["note"] = (
@@ -449,25 +465,37 @@ class Teammate(AgentActor):
             )
         elif held is not None and held.status == "in_progress":
             body["note"] = f"{self.name} still holds {held.id}, in progress (not completed)."
-        try:
-            self.host.send(self.name, self.lead, "idle_notification", body)
-        except (TeamError, MailboxesError) as exc:  # the lead being gone must not crash us
-            log.warning("%s could not notify %s: %s", self.name, self.lead, exc)
+        # Sent once it has looked for its next task (``_notify``): the lead reading it then sees
+        # this teammate at work again if there was more to do, and is not woken for nothing.
+        self._notice = body
         if held is None and task_id is not None:
             self._drop_task()
         return None
 
+    def _notify(self) -> None:
+        """Send the idle notification of the turn that ended, if not sent yet."""
+        body, self._notice = self._notice, None
+        if body is None:
+            return
+        try:
+            self.host.send(self.name, self.lead, "idle_notification", body)
+        except (TeamError, MailboxesError) as exc:  # the lead being gone must not crash us
+            log.warning("%s could not notify %s: %s", self.name, self.lead, exc)
+
     def on_idle(self) -> None:
         if self._stopping or self.dead:
+            self._notify()
             return
-        if self._seek_work():
+        if self._seek_work():  # its turn has started: notified there
             return
         with self._watch_lock:
             if self._stall is not None:  # stays stalled until its next turn
+                self._notify()
                 return
         held = self._held()
         waiting = held is not None and held.plan.status == "submitted"
         self._set("waiting_plan_approval" if waiting else "idle")
+        self._notify()
         self._arm_idle()
 
     def on_board_changed(self) -> None:
@@ -572,6 +600,8 @@ class Teammate(AgentActor):
             log.exception("%s: stall check failed", self.name)
 
     def _waiting_for_a_person(self) -> bool:
+        if self.parked:  # held back before a model call (degraded, a cap reached): no hang
+            return True
         member = self.host.board.state.members.get(self.name)
         return member is not None and member.status == "waiting_permission"
 

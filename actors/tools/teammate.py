@@ -9,6 +9,11 @@ claim is an ordinary answer, not an error.
 Completing a task bound to a worktree first commits whatever the teammate left uncommitted there
 on ``wt/<name>`` (through the Worktrees actor, with a message naming the task), then journals
 ``task.completed``, then unlocks the worktree: the branch the lead merges holds all the work.
+
+Terminal tools (``Tool.ends_turn``, docs/ARCHITECTURE.md "Fewer model calls"): ``complete_task``,
+``release_task`` and ``submit_plan`` leave the model nothing to say, so a batch that ends with one
+of them (and in which nothing failed) ends the teammate's turn without another model call; the
+idle notification carries the outcome to the lead. ``claim_task`` is not terminal (work follows).
 """
 
 from __future__ import annotations
@@ -72,10 +77,12 @@ class CompleteTaskInput(Input):
 class CompleteTaskTool(TeamTool[CompleteTaskInput]):
     name = "complete_task"
     description = (
-        "Mark the task you hold as completed, with a summary of the outcome. Tasks waiting on it "
-        "become ready. A TaskCompleted hook may refuse with feedback: address it and retry."
+        "Mark the task you hold as completed, with a summary of the outcome (the lead reads it). "
+        "Call it last: it ends your turn. A TaskCompleted hook may refuse with feedback: address "
+        "it and retry."
     )
     input_model = CompleteTaskInput
+    ends_turn = True
     # not plan_safe: finishing work is not allowed while a plan is pending
 
     def call(self, args: CompleteTaskInput, ctx: ToolContext) -> ToolOutput:
@@ -117,9 +124,12 @@ class ReleaseTaskInput(Input):
 
 class ReleaseTaskTool(TeamTool[ReleaseTaskInput]):
     name = "release_task"
-    description = "Give back the task you hold, unfinished, so someone else can claim it."
+    description = (
+        "Give back the task you hold, unfinished, so someone else can claim it. Ends your turn."
+    )
     input_model = ReleaseTaskInput
     plan_safe = True
+    ends_turn = True
 
     def call(self, args: ReleaseTaskInput, ctx: ToolContext) -> ToolOutput:
         task = _held(self, args.task_id)
@@ -137,10 +147,12 @@ class SubmitPlanTool(TeamTool[SubmitPlanInput]):
     name = "submit_plan"
     description = (
         "Submit your plan for the task you hold for review. Until it is approved you may only "
-        "use read-only tools. The answer arrives as a plan_approval_response message."
+        "use read-only tools. The answer arrives as a plan_approval_response message. Ends your "
+        "turn."
     )
     input_model = SubmitPlanInput
     plan_safe = True
+    ends_turn = True
 
     def call(self, args: SubmitPlanInput, ctx: ToolContext) -> ToolOutput:
         task = self.services.board.refresh().holding(self.agent)

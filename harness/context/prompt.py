@@ -1,10 +1,16 @@
-"""What the model sees: the system prompt, token accounting, the pairing check, result spilling.
+"""What the model sees: the system prompt, reminders, token accounting, the pairing check, result
+spilling.
 
-The system prompt is two blocks: a static one (identity, tool guidance, then static sections such
-as the memory guidance and the project instructions of ``harness.context.instructions``, fixed for
-the session) marked as a prompt-cache breakpoint, then a dynamic tail rebuilt before every call
-from provider callbacks (workspace, live team state, skills catalog, memory index). Compaction
-itself lives in ``harness.context.compaction``; this module holds the pieces it and the loop share.
+Every request of an agent starts with the bytes of its previous request (tools → system →
+messages), so the prompt cache serves all of it but the new tail (docs/ARCHITECTURE.md, "Context
+and the prompt cache"). The system prompt is therefore one block fixed for the session: identity,
+tool guidance, static sections (memory guidance, project instructions) and session sections
+(workspace, skills catalog, MCP servers, SessionStart context) rendered once, at the first request.
+What changes during a session (the lead's team state, the memory index, the working directory)
+is a volatile section: ``SystemPrompt.reminder`` renders the sections whose text changed since the
+last reminder as a ``<system-reminder>`` block, which the loop appends to the newest user message,
+where it stays like any other content. Compaction itself lives in ``harness.context.compaction``;
+this module holds the pieces it and the loop share.
 """
 
 from __future__ import annotations
@@ -27,9 +33,22 @@ from harness.ports import (
 from harness.tools.outputs import cap_text
 
 Provider = Callable[[], str]
-"""Returns one section of the dynamic prompt ("" to leave it out); called before every request."""
+"""Returns the text of one prompt section ("" to leave it out)."""
 
 CHARS_PER_TOKEN = 4
+REMINDER_OPEN = "<system-reminder>"
+REMINDER_CLOSE = "</system-reminder>"
+REMINDER_GUIDANCE = (
+    f"A user message may end with a {REMINDER_OPEN} block: the current value of the context "
+    "sections it names, each replacing the one of the same name sent earlier. It is context "
+    "from the harness, not a request."
+)
+"""Part of the system prompt when there are volatile sections: how to read a reminder."""
+
+
+def is_reminder(text: str) -> bool:
+    """Whether a user-message text block is a reminder (context, not input to answer)."""
+    return text.startswith(REMINDER_OPEN)
 
 
 class PairingError(HarnessError):
@@ -38,39 +57,94 @@ class PairingError(HarnessError):
 
 @dataclass
 class SystemPrompt:
-    """Static identity + tool guidance + static sections (cached) and named dynamic sections
-    (rebuilt per call)."""
+    """The system prompt, fixed for the session, and the volatile sections sent as reminders.
+
+    Static sections have fixed text; session sections are providers rendered once, at the first
+    ``blocks`` call (the system prompt then stays byte-identical); volatile sections are providers
+    read before every model call by ``reminder``, never part of the system prompt.
+    """
 
     identity: str
     tool_guidance: str = ""
     sections: list[tuple[str, Provider]] = field(default_factory=list)
     static_sections: list[tuple[str, str]] = field(default_factory=list)
+    volatile: list[tuple[str, Provider]] = field(default_factory=list)
+    _rendered: tuple[SystemBlock, ...] | None = field(default=None, init=False, repr=False)
+    _sent: dict[str, str] = field(default_factory=dict, init=False, repr=False)
+    _known: dict[str, str] = field(default_factory=dict, init=False, repr=False)
+    _turn_only: set[str] = field(default_factory=set, init=False, repr=False)
+    _owe_all: bool = field(default=False, init=False, repr=False)
 
     def add_static(self, title: str, text: str) -> None:
-        """Append a section to the static block (left out when ``text`` is blank); its text is
-        fixed from now on, so the cached prefix stays byte-identical for the session."""
+        """Append a section to the system prompt (left out when ``text`` is blank)."""
         if text.strip():
             self.static_sections.append((title, text.strip()))
+            self._rendered = None
 
     def add_section(self, title: str, provider: Provider) -> None:
-        """Append a dynamic section; sections render in the order added."""
+        """Append a session section: ``provider`` is read once, when the system prompt is first
+        rendered (adding one after that re-renders it, which changes the cached prefix)."""
         self.sections.append((title, provider))
+        self._rendered = None
+
+    def add_volatile(
+        self, title: str, provider: Provider, *, known: str = "", mid_turn: bool = True
+    ) -> None:
+        """Append a volatile section, sent in a reminder whenever its text differs from the last
+        one sent, or from ``known`` (what the system prompt already says) before any was.
+        ``mid_turn=False``: sent only with the message that opens a turn, not after tool results
+        (the lead's team state: mid-turn it mostly repeats what its own tool results said, and
+        team news that needs the lead arrives as mail)."""
+        self.volatile.append((title, provider))
+        self._known[title] = self._sent[title] = known.strip()
+        if not mid_turn:
+            self._turn_only.add(title)
 
     def blocks(self) -> tuple[SystemBlock, ...]:
-        static = (
-            self.identity if not self.tool_guidance else f"{self.identity}\n\n{self.tool_guidance}"
-        )
-        for title, text in self.static_sections:
-            static += f"\n\n# {title}\n{text}"
-        parts = []
-        for title, provider in self.sections:
+        """The system prompt: one block, a prompt-cache breakpoint, rendered once."""
+        if self._rendered is None:
+            text = (
+                self.identity
+                if not self.tool_guidance
+                else f"{self.identity}\n\n{self.tool_guidance}"
+            )
+            for title, static in self.static_sections:
+                text += f"\n\n# {title}\n{static}"
+            if self.volatile:
+                text += f"\n\n# Context updates\n{REMINDER_GUIDANCE}"
+            for title, provider in self.sections:
+                section = provider().strip()
+                if section:
+                    text += f"\n\n# {title}\n{section}"
+            self._rendered = (SystemBlock(text=text, cache=True),)
+        return self._rendered
+
+    def reminder(self, *, mid_turn: bool = False) -> str | None:
+        """A reminder of the volatile sections whose text changed since the last reminder
+        (a section that became empty reads "(none)"); ``None`` when nothing changed. The
+        sections returned count as sent. ``mid_turn``: leave out the turn-only sections (they
+        wait for the next turn), unless a compaction dropped the earlier reminders."""
+        parts: list[str] = []
+        skip = self._turn_only if mid_turn and not self._owe_all else set()
+        self._owe_all = False
+        for title, provider in self.volatile:
+            if title in skip:
+                continue
             text = provider().strip()
-            if text:
-                parts.append(f"# {title}\n{text}")
-        out = [SystemBlock(text=static, cache=True)]
-        if parts:
-            out.append(SystemBlock(text="\n\n".join(parts)))
-        return tuple(out)
+            if text == self._sent.get(title, ""):
+                continue
+            self._sent[title] = text
+            parts.append(f"# {title}\n{text or '(none)'}")
+        if not parts:
+            return None
+        body = "\n\n".join(parts)
+        return f"{REMINDER_OPEN}\n{body}\n{REMINDER_CLOSE}"
+
+    def forget_reminders(self) -> None:
+        """Send every volatile section that differs from what the system prompt says again with
+        the next reminder (after a compaction dropped the earlier reminders)."""
+        self._sent = dict(self._known)
+        self._owe_all = True
 
 
 def block_chars(message: Message) -> int:

@@ -244,7 +244,10 @@ class AnthropicModel:
             content = [TextBlock(text=CUT_OFF_NOTE)]
         has_tools = any(isinstance(b, ToolUseBlock) for b in content)
         stop = "tool_use" if has_tools and last.stop_reason == "max_tokens" else last.stop_reason
-        final = last.model_copy(update={"content": tuple(content), "stop_reason": stop})
+        billed_more = None if billed == last.usage else billed
+        final = last.model_copy(
+            update={"content": tuple(content), "stop_reason": stop, "billed": billed_more}
+        )
         record = CallRecord(
             request.agent, final.model, billed, cost_usd(final.model, billed), attempts, stop
         )

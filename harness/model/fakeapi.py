@@ -2,22 +2,39 @@
 
 The agent is named by the ``x-teamctl-agent`` request header. Faults come from a queue
 (``inject``, or ``faults=`` at construction; one per request, in order) and then from the script
-(a step's ``fault``). Every request is recorded (``requests``). Run it by hand with
-``python -m harness.model.fakeapi SCRIPT [--port N]``.
+(a step's ``fault``). Every request is recorded (``requests``), every answered one with the usage
+reported for it (``served``, ``reported_usage``). Run it by hand with
+``python -m harness.model.fakeapi SCRIPT [--port N] [--prompt-cache]``.
+
+Prompt caching (``prompt_cache=True``; off by default, when the usage is the scripted model's
+estimate) follows the Messages API's documented rules (docs/ARCHITECTURE.md, "The harness"):
+the request is a sequence of blocks in API order (each tool, each system block, each message
+content block); each ``cache_control`` marker (at most 4, else a 400; a top-level
+``cache_control`` marks the last block) is a breakpoint ending a prefix. A breakpoint reads the
+longest prefix cached earlier whose end lies within ``CACHE_LOOKBACK_BLOCKS`` blocks before it
+(itself included); the breakpoints after that are written. Prefixes shorter than
+``min_cache_tokens`` are never cached; an entry lives ``CACHE_TTL_S`` seconds, refreshed on each
+read. Entries are shared by requests with the same API key and model (as the API shares them in
+an organisation), not per agent. Tokens are counted deterministically: a prefix holds
+``ceil(bytes / 4)`` tokens of the canonical JSON of its blocks (``api_blocks``). The usage then
+splits the request's input into ``cache_read_input_tokens`` (the prefix read),
+``cache_creation_input_tokens`` (from there to the last breakpoint written) and
+``input_tokens`` (the rest).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import socket
 import struct
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -27,10 +44,24 @@ from pydantic import ValidationError
 from harness.errors import ScriptError
 from harness.model.scripted import Fault, Script, ScriptedModel
 from harness.model.wire import AGENT_HEADER, request_from_api, response_to_api, usage_to_api
-from harness.ports import ModelRequest, ModelResponse, TextBlock, ThinkingBlock, ToolUseBlock
+from harness.ports import (
+    ModelRequest,
+    ModelResponse,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+    Usage,
+)
 
 _CHUNK = 16
 _ERROR_STATUS = {"overloaded_error": 529, "api_error": 500, "rate_limit_error": 429}
+MAX_CACHE_BREAKPOINTS = 4
+CACHE_LOOKBACK_BLOCKS = 20
+"""A breakpoint finds an earlier entry ending at most this many blocks back (itself included)."""
+DEFAULT_MIN_CACHE_TOKENS = 1024
+"""The smallest cacheable prefix (Sonnet and Opus 4 models)."""
+CACHE_TTL_S = 300.0
+BYTES_PER_TOKEN = 4
 
 
 @dataclass(frozen=True)
@@ -42,6 +73,145 @@ class RecordedRequest:
     body: dict[str, Any]
     agent: str
     fault: str | None
+
+
+@dataclass(frozen=True)
+class ServedCall:
+    """One request answered with a message, and the usage reported for it."""
+
+    agent: str
+    body: dict[str, Any]
+    usage: Usage
+
+
+def _without_cache_control(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_cache_control(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_without_cache_control(v) for v in value]
+    return value
+
+
+def canonical_bytes(value: Any) -> bytes:
+    """The canonical JSON of ``value`` without ``cache_control`` markers (sorted keys, no spaces,
+    UTF-8): what tokens are counted on and prefixes compared on."""
+    clean = _without_cache_control(value)
+    return json.dumps(clean, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def api_blocks(body: dict[str, Any]) -> list[tuple[bytes, bool]]:
+    """The request as blocks in API order (tools, system, messages): per block its canonical
+    bytes (tagged with its section; a message block with its role and whether it opens the
+    message) and whether it carries a ``cache_control`` breakpoint."""
+    blocks: list[tuple[bytes, bool]] = []
+    for tool in body.get("tools") or []:
+        blocks.append((b"T" + canonical_bytes(tool), "cache_control" in tool))
+    system = body.get("system") or []
+    if isinstance(system, str):
+        system = [{"type": "text", "text": system}]
+    for block in system:
+        blocks.append((b"S" + canonical_bytes(block), "cache_control" in block))
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        for j, block in enumerate(content or []):
+            data = {"role": message.get("role"), "first": j == 0, "block": block}
+            marked = isinstance(block, dict) and "cache_control" in block
+            blocks.append((b"M" + canonical_bytes(data), marked))
+    if "cache_control" in body and blocks:  # automatic caching: a breakpoint on the last block
+        blocks[-1] = (blocks[-1][0], True)
+    return blocks
+
+
+def request_bytes(body: dict[str, Any]) -> bytes:
+    """The request's blocks in API order, concatenated (``cache_control`` markers left out, as
+    they are not part of a cached prefix): what prefix stability is measured on."""
+    return b"".join(data for data, _ in api_blocks(body))
+
+
+def wire_bytes(body: dict[str, Any]) -> bytes:
+    """The request as it goes over the wire, in API order: the canonical JSON of the list
+    ``[tools, system, messages]`` (``cache_control`` markers left out). A request that only
+    appends to its predecessor shares all of the predecessor's bytes but its closing brackets:
+    what the prefix-stable share is measured on."""
+    system = body.get("system") or []
+    if isinstance(system, str):
+        system = [{"type": "text", "text": system}]
+    return canonical_bytes([body.get("tools") or [], system, body.get("messages") or []])
+
+
+def count_tokens(size: int) -> int:
+    """Tokens of ``size`` canonical bytes: ``ceil(size / BYTES_PER_TOKEN)``."""
+    return -(-size // BYTES_PER_TOKEN)
+
+
+def common_prefix_len(a: bytes, b: bytes) -> int:
+    """Length of the longest common prefix of ``a`` and ``b``."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:  # invariant: a[:lo] == b[:lo]; the answer lies in [lo, hi]
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+@dataclass
+class PromptCache:
+    """The API's prompt cache (see the module docstring); thread-safe."""
+
+    min_tokens: int = DEFAULT_MIN_CACHE_TOKENS
+    lookback: int = CACHE_LOOKBACK_BLOCKS
+    ttl_s: float = CACHE_TTL_S
+    clock: Callable[[], float] = time.monotonic
+    _entries: dict[bytes, float] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def usage(self, namespace: str, body: dict[str, Any], output_tokens: int = 0) -> Usage:
+        """Look up and write the request's prefixes; the usage the API reports for it.
+        The server has refused requests with more than ``MAX_CACHE_BREAKPOINTS`` markers."""
+        blocks = api_blocks(body)
+        marks = [i + 1 for i, (_, marked) in enumerate(blocks) if marked]  # prefix lengths
+        seed = hashlib.sha256(f"{namespace}\0{body.get('model')}".encode()).digest()
+        hashes, sizes = [seed], [0]
+        for data, _ in blocks:
+            hashes.append(hashlib.sha256(hashes[-1] + data).digest())
+            sizes.append(sizes[-1] + len(data))
+        tokens = [count_tokens(size) for size in sizes]
+        now = self.clock()
+        with self._lock:
+            read = 0
+            for mark in marks:
+                for end in range(mark, max(0, mark - self.lookback), -1):
+                    expiry = self._entries.get(hashes[end])
+                    if expiry is not None and expiry > now:
+                        if end > read:
+                            read = end
+                        break
+            if read:
+                self._entries[hashes[read]] = now + self.ttl_s
+            written = [m for m in marks if m > read and tokens[m] >= self.min_tokens]
+            for mark in written:
+                self._entries[hashes[mark]] = now + self.ttl_s
+        read_tokens = tokens[read]
+        created = tokens[max(written)] - read_tokens if written else 0
+        return Usage(
+            input_tokens=tokens[-1] - read_tokens - created,
+            output_tokens=output_tokens,
+            cache_creation_input_tokens=created,
+            cache_read_input_tokens=read_tokens,
+        )
+
+
+def add_usage(a: Usage, b: Usage) -> Usage:
+    return Usage(
+        input_tokens=a.input_tokens + b.input_tokens,
+        output_tokens=a.output_tokens + b.output_tokens,
+        cache_creation_input_tokens=a.cache_creation_input_tokens + b.cache_creation_input_tokens,
+        cache_read_input_tokens=a.cache_read_input_tokens + b.cache_read_input_tokens,
+    )
 
 
 def error_body(error_type: str, message: str, error_code: str | None = None) -> dict[str, Any]:
@@ -228,19 +398,39 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = json.loads(raw)
             agent = self.headers.get(AGENT_HEADER) or "agent"
+            if self.path.startswith("/v1/messages/count_tokens"):  # no max_tokens there
+                body = {"max_tokens": 1, **body}
             request = request_from_api(body, agent=agent)
         except (ValueError, KeyError, TypeError, ValidationError) as exc:
             self._send_json(400, error_body("invalid_request_error", f"bad request: {exc}"))
             return
         if self.path.startswith("/v1/messages/count_tokens"):
-            self._send_json(200, {"input_tokens": max(1, len(raw) // 4)})
+            total = count_tokens(len(request_bytes(body))) if fake.cache else len(raw) // 4
+            self._send_json(200, {"input_tokens": max(1, total)})
+            return
+        marks = sum(1 for _, marked in api_blocks(body) if marked)
+        if marks > MAX_CACHE_BREAKPOINTS:
+            message = (
+                f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be "
+                f"provided. Found {marks}."
+            )
+            self._send_json(400, error_body("invalid_request_error", message))
             return
         fault = fake.next_fault(request)
         headers = {k.lower(): v for k, v in self.headers.items()}
         fake.record(RecordedRequest(self.path, headers, body, agent, fault.kind if fault else None))
-        self._answer(request, fault, stream=bool(body.get("stream")))
+        self._answer(request, fault, body, headers, stream=bool(body.get("stream")))
 
-    def _answer(self, request: ModelRequest, fault: Fault | None, *, stream: bool) -> None:
+    def _answer(
+        self,
+        request: ModelRequest,
+        fault: Fault | None,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        *,
+        stream: bool,
+    ) -> None:
+        fake = self.server.fake
         mid_stream = fault is not None and fault.kind in ("stream_error", "stream_reset")
         if fault is not None and (
             fault.kind == "reset" or (fault.kind == "stream_reset" and not stream)
@@ -271,6 +461,8 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.kind == "max_tokens" and plan:
             plan = truncate_plan(plan, fault.keep_chars)
             response = response.model_copy(update={"stop_reason": "max_tokens"})
+        if not mid_stream:
+            response = fake.serve(request.agent, body, headers, response)
         if not stream:
             self._send_json(200, _plan_to_json(response, plan))
             return
@@ -320,8 +512,13 @@ class FakeMessagesServer:
         host: str = "127.0.0.1",
         port: int = 0,
         faults: Iterable[Fault] = (),
+        prompt_cache: bool = False,
+        min_cache_tokens: int = DEFAULT_MIN_CACHE_TOKENS,
     ) -> None:
         self.model = script if isinstance(script, ScriptedModel) else ScriptedModel(script)
+        self.cache = PromptCache(min_tokens=min_cache_tokens) if prompt_cache else None
+        """The simulated prompt cache (None: off, the usage is the scripted model's)."""
+        self._answered: list[ServedCall] = []
         self._address = (host, port)
         self._lock = threading.Lock()
         self._faults: deque[Fault] = deque()
@@ -348,6 +545,32 @@ class FakeMessagesServer:
     def record(self, request: RecordedRequest) -> None:
         with self._lock:
             self._requests.append(request)
+
+    def serve(
+        self, agent: str, body: dict[str, Any], headers: dict[str, str], response: ModelResponse
+    ) -> ModelResponse:
+        """``response`` with the usage to report (the prompt cache's when it is on), recorded."""
+        if self.cache is not None:
+            namespace = headers.get("x-api-key") or headers.get("authorization") or ""
+            usage = self.cache.usage(namespace, body, response.usage.output_tokens)
+            response = response.model_copy(update={"usage": usage})
+        with self._lock:
+            self._answered.append(ServedCall(agent, body, response.usage))
+        return response
+
+    @property
+    def served(self) -> list[ServedCall]:
+        """A snapshot of every request answered with a message, in answer order."""
+        with self._lock:
+            return list(self._answered)
+
+    def reported_usage(self, agent: str | None = None) -> Usage:
+        """The sum of the usage reported (for ``agent``, or for every agent)."""
+        total = Usage()
+        for call in self.served:
+            if agent is None or call.agent == agent:
+                total = add_usage(total, call.usage)
+        return total
 
     def record_script_error(self, message: str) -> None:
         with self._lock:
@@ -395,9 +618,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("script", type=Path, help="script file (.yaml/.yml/.json)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument(
+        "--prompt-cache", action="store_true", help="simulate prompt caching in the usage"
+    )
     args = parser.parse_args(argv)
     try:
-        server = FakeMessagesServer(args.script, host=args.host, port=args.port)
+        server = FakeMessagesServer(
+            args.script, host=args.host, port=args.port, prompt_cache=args.prompt_cache
+        )
     except (ScriptError, OSError) as exc:
         print(f"error: {exc}")
         return 2

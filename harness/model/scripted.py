@@ -38,6 +38,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
+from harness.context.prompt import is_reminder
 from harness.errors import ScriptError
 from harness.ports import (
     Clock,
@@ -176,13 +177,15 @@ class Script(Frozen):
 
 
 def latest_input(request: ModelRequest) -> str:
-    """The text of the last user message, tool_result contents included, joined by newlines."""
+    """The text of the last user message, tool_result contents included, joined by newlines
+    (reminders left out: they are context, not input)."""
     for message in reversed(request.messages):
         if message.role == "user":
             parts: list[str] = []
             for block in message.content:
                 if isinstance(block, TextBlock):
-                    parts.append(block.text)
+                    if not is_reminder(block.text):
+                        parts.append(block.text)
                 elif isinstance(block, ToolResultBlock):
                     parts.append(block.content)
             return "\n".join(parts)

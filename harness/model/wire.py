@@ -40,26 +40,50 @@ def block_to_api(block: ContentBlock) -> dict[str, Any]:
     return data
 
 
+def _last_cacheable(content: list[dict[str, Any]]) -> dict[str, Any] | None:
+    cacheable: list[dict[str, Any]] = [b for b in content if b["type"] in _CACHEABLE]
+    return cacheable[-1] if cacheable else None
+
+
 def request_to_api(request: ModelRequest, *, model: str, max_tokens: int) -> dict[str, Any]:
     """Keyword arguments for ``messages.create`` (without ``stream``).
 
-    Tools keep the caller's order (a stable prefix). Breakpoints: system blocks marked ``cache``
-    (the last ones win when there are more than three) plus one on the last message's last block;
-    never more than ``MAX_CACHE_BREAKPOINTS``.
+    Tools keep the caller's order (a stable prefix). Prompt-cache breakpoints, never more than
+    ``MAX_CACHE_BREAKPOINTS``, by priority: the last block of the newest message (the whole
+    request, read by the next one); the last system block marked ``cache`` (tools + system, the
+    prefix every request of the agent shares); the last block of the user message before the
+    newest assistant message, which is where the previous request of an agent loop put its
+    breakpoint (read from there even when the new tail is longer than the API's 20-block
+    lookback); the last tool definition (the tools alone, which agents of one role share, so one
+    agent reads what another wrote); then further marked system blocks, the last ones first.
     """
-    marked = [i for i, b in enumerate(request.system) if b.cache]
-    keep = set(marked[-(MAX_CACHE_BREAKPOINTS - 1) :]) if request.messages else set(marked[-4:])
-    system: list[dict[str, Any]] = []
-    for i, sys_block in enumerate(request.system):
-        entry: dict[str, Any] = {"type": "text", "text": sys_block.text}
-        if i in keep:
-            entry["cache_control"] = dict(_EPHEMERAL)
-        system.append(entry)
     contents = [[block_to_api(b) for b in m.content] for m in request.messages]
-    for last in reversed(contents[-1] if contents else []):
-        if last["type"] in _CACHEABLE:
-            last["cache_control"] = dict(_EPHEMERAL)
+    marks: list[dict[str, Any]] = []
+    newest = _last_cacheable(contents[-1]) if contents else None
+    if newest is not None:
+        marks.append(newest)
+    previous: dict[str, Any] | None = None
+    seen_assistant = False
+    for i in range(len(contents) - 2, -1, -1):
+        if request.messages[i].role == "assistant":
+            seen_assistant = True
+        elif seen_assistant:
+            previous = _last_cacheable(contents[i])
             break
+    system = [{"type": "text", "text": b.text} for b in request.system]
+    marked = [system[i] for i, b in enumerate(request.system) if b.cache]
+    if marked:
+        marks.append(marked.pop())
+    if previous is not None:
+        marks.append(previous)
+    tools = [t.model_dump() for t in request.tools]
+    if tools:
+        # Teammates of one role send byte-identical tools; a breakpoint after them lets every
+        # agent read the tools another one already wrote to the (organisation-wide) cache.
+        marks.append(tools[-1])
+    marks += reversed(marked)
+    for block in marks[:MAX_CACHE_BREAKPOINTS]:
+        block["cache_control"] = dict(_EPHEMERAL)
     messages = [
         {"role": m.role, "content": content}
         for m, content in zip(request.messages, contents, strict=True)
@@ -67,8 +91,8 @@ def request_to_api(request: ModelRequest, *, model: str, max_tokens: int) -> dic
     kwargs: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": messages}
     if system:
         kwargs["system"] = system
-    if request.tools:
-        kwargs["tools"] = [t.model_dump() for t in request.tools]
+    if tools:
+        kwargs["tools"] = tools
     if request.temperature is not None:
         kwargs["temperature"] = request.temperature
     return kwargs

@@ -170,6 +170,9 @@ class Tool(ABC, Generic[In]):
     name: ClassVar[str]
     description: ClassVar[str]
     input_model: ClassVar[type[BaseModel]]
+    ends_turn: ClassVar[bool] = False
+    """A terminal tool: once it succeeds the model has nothing left to say, so a batch ending
+    with it ends the turn without another model call (``harness.loop``)."""
 
     def is_read_only(self, args: In) -> bool:
         return False
@@ -202,8 +205,27 @@ class Tool(ABC, Generic[In]):
         return ToolSpec(
             name=self.name,
             description=self.description,
-            input_schema=self.input_model.model_json_schema(),
+            input_schema=without_titles(self.input_model.model_json_schema()),
         )
+
+
+def without_titles(schema: Any) -> Any:
+    """A JSON schema without the ``title`` pydantic gives every model and field ("Path" for
+    ``path``): the model sees the names and descriptions already, and every agent sends its
+    tool schemas with each request. Property and definition *names* called ``title`` stay."""
+    if isinstance(schema, list):
+        return [without_titles(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+            out[key] = {name: without_titles(sub) for name, sub in value.items()}
+        else:
+            out[key] = without_titles(value)
+    return out
 
 
 Decision = Literal["allow", "deny", "ask"]

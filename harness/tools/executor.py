@@ -91,6 +91,11 @@ class ToolExecutor:
             i = j
         return results
 
+    def ends_turn(self, call: ToolUseBlock) -> bool:
+        """Whether ``call`` names a terminal tool (``Tool.ends_turn``)."""
+        tool = self.registry.get(call.name)
+        return tool is not None and tool.ends_turn
+
     def run_one(self, call: ToolUseBlock, ctx: ToolContext) -> ToolResultBlock:
         """Run a single call through the pipeline."""
         return self._finish(self._prepare(call), ctx)

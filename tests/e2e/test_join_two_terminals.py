@@ -68,7 +68,8 @@ def _work(fifo: Path | None) -> dict[str, Any]:
                 {"name": "complete_task", "input": {"task_id": "{id}", "summary": "did {id}"}}
             ],
         },
-        {"match": r"Completed (?P<id>task_\d+)", "text": "Finished {id}."},
+        # complete_task ends the turn without a closing call: its result leads the next input,
+        # so no rule may match it (it would answer the job notification that follows).
         {"match": r"(?s)cron_fired.*tidy up", "text": "Cron handled."},
         {"match": r"bg-(?P<id>task_\d+)", "text": "Job for {id} done."},
         {"match": "(?s).", "text": "OK.", "priority": -1},

@@ -22,11 +22,12 @@ FakeApiFactory = Callable[..., FakeMessagesServer]
 
 @pytest.fixture
 def fake_api() -> Iterator[FakeApiFactory]:
-    """``fake_api(script, faults=...)`` starts a fake Messages API, stopped after the test."""
+    """``fake_api(script, faults=..., prompt_cache=...)`` starts a fake Messages API (other
+    keywords go to ``FakeMessagesServer``), stopped after the test."""
     started: list[FakeMessagesServer] = []
 
-    def start(script: Any, faults: Iterable[Fault] = ()) -> FakeMessagesServer:
-        server = FakeMessagesServer(script, faults=faults).start()
+    def start(script: Any, faults: Iterable[Fault] = (), **options: Any) -> FakeMessagesServer:
+        server = FakeMessagesServer(script, faults=faults, **options).start()
         started.append(server)
         return server
 

@@ -68,9 +68,18 @@ class FakeModel:
 class FakeExecutor:
     """Runs tools given as plain functions of the input; unknown names are tool errors."""
 
-    def __init__(self, tools: dict[str, Callable[[dict[str, Any]], str]] | None = None) -> None:
+    def __init__(
+        self,
+        tools: dict[str, Callable[[dict[str, Any]], str]] | None = None,
+        *,
+        terminal: frozenset[str] = frozenset(),
+    ) -> None:
         self.tools = tools or {"echo": lambda i: str(i.get("text", ""))}
+        self.terminal = terminal
         self.calls: list[ToolUseBlock] = []
+
+    def ends_turn(self, call: ToolUseBlock) -> bool:
+        return call.name in self.terminal
 
     def specs(self) -> tuple[ToolSpec, ...]:
         return tuple(
@@ -90,7 +99,9 @@ class FakeExecutor:
                     )
                 )
             else:
-                out.append(ToolResultBlock(tool_use_id=c.id, content=fn(c.input)))
+                text = fn(c.input)
+                failed = text.startswith("ERROR")
+                out.append(ToolResultBlock(tool_use_id=c.id, content=text, is_error=failed))
         return out
 
 
@@ -110,7 +121,7 @@ def make_loop(
     system = SystemPrompt(identity="You are a test agent.", tool_guidance="Use tools.")
     system.add_section("Workspace", lambda: f"root: {root}")
     if state is not None:
-        system.add_section("Team state", state)
+        system.add_volatile("Team state", state)
     cfg = LoopConfig(agent="tester", model="fake-model", **config)
     return AgentLoop(
         model=model,

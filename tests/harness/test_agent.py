@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.agent import Agent, AgentConfig
-from harness.context.prompt import check_pairing
+from harness.context.prompt import check_pairing, is_reminder
 from harness.loop import LoopHooks
 from harness.model.scripted import ScriptedModel
 from harness.ports import Message, TextBlock, ToolResultBlock, ToolUseBlock
@@ -183,9 +183,13 @@ def test_skills_catalog_in_prompt_and_load_skill(tmp_path: Path) -> None:
     agent.memory.write("build", "use make", description="how to build")
     agent.run_turn("release please")
     model.assert_consumed()
-    dynamic = agent.loop.build_request().system[1].text
-    assert "- release: How to cut a release." in dynamic and "Step 1" not in dynamic
-    assert "build.md: how to build" in dynamic
+    (system,) = agent.loop.build_request().system
+    assert "- release: How to cut a release." in system.text and "Step 1" not in system.text
+    # written during the session: not in the system prompt, in a reminder with the prompt
+    assert "build.md" not in system.text
+    prompt, reminder = (b.text for b in agent.messages[0].content if isinstance(b, TextBlock))
+    assert prompt == "release please"
+    assert is_reminder(reminder) and "build.md: how to build" in reminder
 
 
 def test_compact_tool_compacts_before_the_next_step(tmp_path: Path) -> None:
@@ -273,7 +277,7 @@ def test_hook_runner_drives_prompt_stop_precompact_and_session_start(tmp_path: P
     result = agent.run_turn("work")
     assert (result.transition, result.text) == ("completed", "really done")
     model.assert_consumed()
-    assert "branch: main, CI red" in agent.loop.build_request().system[1].text
+    assert "branch: main, CI red" in agent.loop.build_request().system[0].text
     events = [e for e, _ in seen]
     assert events == ["SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "Stop"]
     assert all(p["agent_name"] == "lead" for _, p in seen)

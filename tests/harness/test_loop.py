@@ -296,12 +296,107 @@ def test_check_pairing_rejects_broken_histories(messages: list[Message]) -> None
         check_pairing(messages)
 
 
-def test_dynamic_state_is_rebuilt_every_request(tmp_path: Path) -> None:
+def test_volatile_state_is_read_every_request_and_sent_at_the_tail(tmp_path: Path) -> None:
     counter = iter(range(100))
     model = FakeModel([reply("", ("echo", {})), reply("ok")])
     loop = make_loop(tmp_path, model, state=lambda: f"members: {next(counter)}")
     loop.run_turn("x")
-    static = [r.system[0] for r in model.requests]
-    assert static[0] == static[1] and static[0].cache
-    assert "members: 0" in model.requests[0].system[1].text
-    assert "members: 1" in model.requests[1].system[1].text
+    first, second = model.requests
+    assert first.system == second.system and len(first.system) == 1 and first.system[0].cache
+    assert "members" not in first.system[0].text
+    assert "members: 0" in first.messages[-1].content[-1].model_dump()["text"]
+    last = second.messages[-1].content  # the tool result, then the changed state
+    assert isinstance(last[0], ToolResultBlock) and "members: 1" in last[-1].model_dump()["text"]
+    assert second.messages[: len(first.messages)] == first.messages  # a stable prefix
+
+
+# --- terminal tools ------------------------------------------------------------------------------
+
+
+def _terminal_executor() -> FakeExecutor:
+    tools = {
+        "echo": lambda i: str(i.get("text", "")),
+        "finish": lambda i: "ERROR refused" if i.get("refuse") else "finished",
+    }
+    return FakeExecutor(tools, terminal=frozenset({"finish"}))
+
+
+def test_a_batch_ending_with_a_terminal_tool_ends_the_turn_without_another_call(
+    tmp_path: Path,
+) -> None:
+    model = FakeModel([reply("wrapping up", ("echo", {"text": "a"}), ("finish", {}))])
+    loop = make_loop(tmp_path, model, executor=_terminal_executor())
+    result = loop.run_turn("do it")  # a second call would fail the FakeModel loudly
+    assert (result.transition, result.text, result.steps) == ("completed", "wrapping up", 1)
+    assert len(model.requests) == 1
+    check_pairing(loop.messages)  # every tool_use has its tool_result
+    assert [m.role for m in loop.messages] == ["user", "assistant", "user"]
+    # the next turn's input joins the tool results: roles still alternate
+    model.replies.append(reply("next"))
+    assert loop.run_turn("again").text == "next"
+    last = model.requests[-1].messages[-1]
+    assert isinstance(last.content[0], ToolResultBlock)
+    assert last.content[-1] == TextBlock(text="again")
+
+
+def test_step_reports_which_terminal_tool_ended_the_turn(tmp_path: Path) -> None:
+    loop = make_loop(
+        tmp_path, FakeModel([reply("", ("finish", {}))]), executor=_terminal_executor()
+    )
+    loop.begin_turn("go")
+    step = loop.step()
+    assert (step.done, step.transition, step.ended_by) == (True, "completed", "finish")
+    assert [r.content for r in step.tool_results] == ["finished"]
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [
+        [("finish", {}), ("echo", {"text": "after"})],  # the terminal call is not the last
+        [("echo", {"text": "ERROR broke"}), ("finish", {})],  # another call failed
+        [("finish", {"refuse": True})],  # the terminal call itself failed
+    ],
+)
+def test_a_terminal_tool_ends_the_turn_only_when_last_and_nothing_failed(
+    tmp_path: Path, calls: list[tuple[str, dict[str, object]]]
+) -> None:
+    model = FakeModel([reply("", *calls), reply("then this")])
+    loop = make_loop(tmp_path, model, executor=_terminal_executor())
+    result = loop.run_turn("go")
+    assert (result.text, result.steps) == ("then this", 2)
+
+
+def test_a_message_injected_during_the_batch_keeps_the_turn_going(tmp_path: Path) -> None:
+    executor = _terminal_executor()
+    loop = make_loop(tmp_path, FakeModel([]), executor=executor)
+
+    def finish(i: dict[str, object]) -> str:
+        loop.inject("a question from the lead")
+        return "finished"
+
+    executor.tools["finish"] = finish
+    model = FakeModel([reply("", ("finish", {})), reply("answered")])
+    loop.model = model
+    result = loop.run_turn("go")
+    assert (result.text, result.steps) == ("answered", 2)
+    assert model.requests[1].messages[-1].content[-1] == TextBlock(text="a question from the lead")
+
+
+def test_stop_hooks_run_when_a_terminal_tool_ends_the_turn(tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    def on_stop(text: str, active: bool) -> StopVerdict:
+        seen.append(text)
+        return StopVerdict("continue", "check the build first") if not active else StopVerdict()
+
+    model = FakeModel([reply("done", ("finish", {})), reply("build ok")])
+    hooks = LoopHooks(on_stop=on_stop)
+    loop = make_loop(tmp_path, model, executor=_terminal_executor(), hooks=hooks)
+    result = loop.run_turn("go")
+    assert seen == ["done", "build ok"]
+    assert (result.transition, result.text, result.steps) == ("completed", "build ok", 2)
+    # the feedback joined the tool results in one user message
+    sent = model.requests[1].messages[-1].content
+    assert isinstance(sent[0], ToolResultBlock) and sent[-1] == TextBlock(
+        text="check the build first"
+    )

@@ -37,6 +37,7 @@ CONTRACT_TYPES = {
     "worktree.merged",
     "journal.tail_repaired",
     "inbox.acknowledged",
+    "usage.recorded",
 }
 
 
@@ -138,3 +139,23 @@ def test_v1_task_endings_load_as_not_forced(event_type: str) -> None:
     body = ev.TaskCompleted(task_id="task_1", owner="ann", epoch=1, forced_by="user")
     forced = ev.draft(body.TYPE, "user", body)
     assert forced.v == 2 and ev.payload(forced) == body
+
+
+def test_usage_recorded_keeps_the_tokens_and_refuses_negative_ones() -> None:
+    body = ev.UsageRecorded(
+        agent="w1",
+        model="claude-sonnet-4-6",
+        task_id="task_1",
+        input_tokens=10,
+        output_tokens=2,
+        cache_read_input_tokens=300,
+        cache_creation_input_tokens=40,
+        cost_usd=0.001,
+    )
+    stored = ev.draft(body.TYPE, "w1", body)
+    assert ev.payload(stored) == body
+    unpriced = ev.payload(ev.draft(body.TYPE, "w1", ev.UsageRecorded(agent="w1", model="x")))
+    assert isinstance(unpriced, ev.UsageRecorded)
+    assert unpriced.cost_usd is None and unpriced.task_id is None
+    with pytest.raises(ValidationError):
+        ev.UsageRecorded(agent="w1", model="x", input_tokens=-1)

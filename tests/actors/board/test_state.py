@@ -271,3 +271,44 @@ def test_task_number() -> None:
     for bad in ("task_", "task_x", "job_1"):
         with pytest.raises(UnknownTask):
             task_number(bad)
+
+
+def _call(j: Journal, agent: str, task: str | None, cost: float | None, **tokens: int) -> None:
+    body = ev.UsageRecorded(agent=agent, model="m", task_id=task, cost_usd=cost, **tokens)
+    j.add(body, actor=agent)
+
+
+def test_usage_is_folded_per_agent_per_task_and_for_the_team() -> None:
+    j = Journal()
+    j.task(1)
+    _call(j, "lead", None, 0.5, input_tokens=100, output_tokens=10)
+    _call(j, "w1", "task_1", 0.25, input_tokens=5, cache_read_input_tokens=90, output_tokens=1)
+    _call(j, "w1", "task_1", None, cache_creation_input_tokens=7)
+    _call(j, "w1", None, 0.125, input_tokens=1)
+    state = j.state()
+    assert state.usage.calls == 4 and state.usage.cost_usd == 0.875
+    assert state.usage.tokens == 100 + 10 + 5 + 90 + 1 + 7 + 1
+    assert state.usage.unpriced_calls == 1
+    assert list(state.agent_usage) == ["lead", "w1"]
+    w1 = state.agent_usage["w1"]
+    assert (w1.calls, w1.input_tokens, w1.cache_read_input_tokens) == (3, 6, 90)
+    assert (w1.cache_creation_input_tokens, w1.cost_usd) == (7, 0.375)
+    task = state.task_usage["task_1"]
+    assert (task.calls, task.tokens, task.cost_usd, task.unpriced_calls) == (2, 103, 0.25, 1)
+    assert task.cache_hit_rate == 90 / (5 + 90 + 7)
+    assert (state.untasked_usage.calls, state.untasked_usage.cost_usd) == (2, 0.625)
+    # Usage changes neither a task's projection nor the team view.
+    assert state.tasks["task_1"].seq == 1 and state.team_seq == 0
+
+
+def test_usage_is_counted_once_however_the_journal_is_folded() -> None:
+    j = Journal()
+    for n in range(5):
+        _call(j, "w1", None, 0.1, input_tokens=n)
+    whole = j.state()
+    stepwise = EMPTY
+    for event in j.events:
+        stepwise = fold(stepwise, event)
+        stepwise = fold_all(stepwise, j.events)  # folding seen events again changes nothing
+    assert stepwise.usage == whole.usage == whole.agent_usage["w1"]
+    assert whole.usage.calls == 5 and whole.usage.input_tokens == 10

@@ -87,7 +87,16 @@ def test_status_shows_tasks_members_and_inboxes(
     assert status["inboxes"] == {"lead": 1}
     ok(["task", "claim", "task_1", "--as", "ann"])
     members = ok_json(["status"])["members"]
-    assert members == [{"name": "ann", "kind": "human", "role": "human", "status": "active"}]
+    assert members == [
+        {
+            "name": "ann",
+            "kind": "human",
+            "role": "human",
+            "status": "active",
+            "tokens": 0,
+            "cost_usd": 0.0,
+        }
+    ]
 
 
 def test_settings_typo_is_one_line_naming_the_key(

@@ -88,6 +88,9 @@ class FakeHost:
     def winding_down(self) -> bool:
         return self.stopping
 
+    def over_cap(self, name: str, turn: object) -> bool:
+        return False
+
     def storage_failed(self, name: str, error: str, generation: int) -> None:
         self.stalls.append(error)
         self.stalled.set()

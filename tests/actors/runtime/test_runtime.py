@@ -46,7 +46,9 @@ DAG_SCRIPT: dict[str, Any] = {
                 },
                 "Team started.",
             ],
-            "rules": [{"match": "idle_notification|error", "text": "Noted.", "priority": -1}],
+            "rules": [
+                {"match": "team status|idle_notification|error", "text": "Noted.", "priority": -1}
+            ],
         },
         "*": {
             "rules": [

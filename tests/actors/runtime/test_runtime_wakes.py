@@ -10,8 +10,9 @@ from typing import Any
 
 from actors.services import TeammateSpec
 from actors.settings import Settings, TeamSettings
+from harness.context.prompt import is_reminder
 from harness.model.scripted import ScriptedModel
-from harness.ports import ModelRequest, ModelResponse
+from harness.ports import ModelRequest, ModelResponse, TextBlock
 from tests.actors.jobs.cron_support import FakeTimers
 from tests.actors.runtime.runtime_support import runtime, stop_actors, team_repo
 from tests.support.fakes import FakeClock
@@ -27,6 +28,17 @@ class Recording:
     def complete(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)
         return self.inner.complete(request)
+
+
+def team_reminder(request: ModelRequest) -> str:
+    """The newest team state the request's conversation carries (in a reminder)."""
+    texts = [
+        b.text
+        for m in request.messages
+        for b in m.content
+        if isinstance(b, TextBlock) and is_reminder(b.text) and "# Team state" in b.text
+    ]
+    return texts[-1]
 
 
 def _cur(root: Path, agent: str) -> list[dict[str, Any]]:
@@ -153,9 +165,12 @@ def test_the_lead_sees_the_team_state_in_its_prompt_on_every_call(
     assert rt.wait_idle(timeout=30)
     rt.submit("and now?")
     assert rt.wait_idle(timeout=30)
-    first, last = (
-        "\n".join(b.text for b in r.system) for r in (model.requests[0], model.requests[-1])
-    )
+    # the team state is a reminder in the conversation, re-sent when it changed, never in the
+    # system prompt (which stays the same for every call)
+    lead = [r for r in model.requests if r.agent == "lead"]
+    first, last = team_reminder(lead[0]), team_reminder(lead[-1])
+    assert all(r.system == lead[0].system for r in lead)
+    assert "Members:" not in lead[0].system[0].text
     assert "task_1 [pending, ready] write the parser" in first
     assert "(no teammates yet)" in first
     assert "- w1: idle, on task_1, role parser" in last

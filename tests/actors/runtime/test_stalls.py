@@ -258,7 +258,8 @@ def test_a_hung_model_call_marks_the_teammate_stalled_until_it_returns(
     }
     model = HangingModel(ScriptedModel(script), "w1")
     timer = ManualTimer()
-    settings = Settings(team=TeamSettings(stall_timeout_s=42))
+    # The lead looks at status notices at once: this timer only fires when the test says so.
+    settings = Settings(team=TeamSettings(stall_timeout_s=42, notify_window_s=0))
     rt = runtime(root, model, settings=settings, idle_timer=timer)
     stop_actors.append(rt)
     try:

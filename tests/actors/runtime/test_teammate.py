@@ -30,7 +30,7 @@ def _mail(root: Path, agent: str, sub: str = "cur") -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted(folder.iterdir())]
 
 
-def test_brief_names_task_dependencies_and_cwd_and_idle_notification_carries_the_result(
+def test_brief_names_task_dependencies_not_the_root_and_idle_notification_carries_the_result(
     tmp_path: Path, stop_actors: list[Any]
 ) -> None:
     root = team_repo(tmp_path)
@@ -41,7 +41,7 @@ def test_brief_names_task_dependencies_and_cwd_and_idle_notification_carries_the
                 "rules": [
                     {
                         "match": r"(?s)You now hold task (?P<id>task_\d+) \(claim 1\): second.*"
-                        r"task_1 \(completed\): base laid.*Working directory: /",
+                        r"task_1 \(completed\): base laid\n(?!Working directory)",
                         "tool_uses": [
                             {"name": "complete_task", "input": {"task_id": "{id}", "summary": "x"}}
                         ],

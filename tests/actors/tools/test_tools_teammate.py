@@ -107,3 +107,21 @@ def test_journal_names_the_agent_behind_each_team_tool_call(team: FakeTeam) -> N
     assert team.board.get("task_1").created_by == "lead"
     team.board.create("b")  # outside any tool: the board's own actor
     assert team.events("task.created")[-1].actor == team.board.actor
+
+
+def test_the_tools_that_leave_a_teammate_nothing_to_say_end_its_turn(team: FakeTeam) -> None:
+    mates = teammate_tools(team, "ann", hooks=NO_HOOKS)
+    assert {t.name for t in mates if t.ends_turn} == {
+        "complete_task",
+        "release_task",
+        "submit_plan",
+    }
+    assert [t.name for t in lead_tools(team, hooks=NO_HOOKS) if t.ends_turn] == []
+
+
+def test_a_teammate_carries_no_lead_only_tool(team: FakeTeam) -> None:
+    from actors.tools.toolsets import LEAD_TOOL_NAMES, TEAMMATE_TOOL_NAMES
+
+    shared = {"list_tasks", "get_task", "send_message"}
+    assert set(TEAMMATE_TOOL_NAMES) & set(LEAD_TOOL_NAMES) == shared
+    assert {t.name for t in teammate_tools(team, "ann", hooks=NO_HOOKS)} == set(TEAMMATE_TOOL_NAMES)

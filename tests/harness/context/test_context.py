@@ -17,10 +17,12 @@ from harness.context.compaction import (
     rebuild,
 )
 from harness.context.prompt import (
+    REMINDER_GUIDANCE,
     SystemPrompt,
     TokenCounter,
     check_pairing,
     estimate_tokens,
+    is_reminder,
     spill_oversize,
 )
 from harness.errors import ModelError
@@ -45,15 +47,62 @@ def exchange(n: int, size: int = 100) -> list[Message]:
     return out
 
 
-def test_system_prompt_static_cached_then_dynamic_sections() -> None:
+def test_system_prompt_is_one_cached_block_rendered_once() -> None:
+    calls: list[str] = []
     prompt = SystemPrompt(identity="I am lead.", tool_guidance="Prefer edit_file.")
-    prompt.add_section("Workspace", lambda: "cwd: /repo")
+    prompt.add_static("Rules", "be nice")
+    prompt.add_section("Skills", lambda: calls.append("skills") or "- release")
     prompt.add_section("Empty", lambda: "  ")
-    prompt.add_section("Team", lambda: "alice: idle")
-    static, dynamic = prompt.blocks()
-    assert static.cache and static.text == "I am lead.\n\nPrefer edit_file."
-    assert not dynamic.cache
-    assert dynamic.text == "# Workspace\ncwd: /repo\n\n# Team\nalice: idle"
+    prompt.add_volatile("Team", lambda: "alice: idle")
+    (block,) = prompt.blocks()
+    assert block.cache
+    assert block.text == (
+        "I am lead.\n\nPrefer edit_file.\n\n# Rules\nbe nice\n\n"
+        f"# Context updates\n{REMINDER_GUIDANCE}\n\n# Skills\n- release"
+    )
+    assert prompt.blocks() == (block,) and calls == ["skills"]  # session sections: read once
+    prompt.add_section("MCP servers", lambda: "- docs")  # added later: rendered again
+    assert prompt.blocks()[0].text.endswith("# Skills\n- release\n\n# MCP servers\n- docs")
+
+
+def test_reminders_carry_only_the_volatile_sections_that_changed() -> None:
+    team, memory = ["alice: idle"], [""]
+    prompt = SystemPrompt(identity="I am lead.")
+    prompt.add_volatile("Team", lambda: team[0])
+    prompt.add_volatile("Memory", lambda: memory[0])
+    first = prompt.reminder()
+    assert first is not None and is_reminder(first)
+    assert first.endswith("# Team\nalice: idle\n</system-reminder>") and "Memory" not in first
+    assert prompt.reminder() is None  # nothing changed: no repeated reminder
+    memory[0] = "- db.md: DB"
+    assert prompt.reminder() == ("<system-reminder>\n# Memory\n- db.md: DB\n</system-reminder>")
+    team[0], memory[0] = "alice: working", ""
+    again = prompt.reminder()
+    assert again is not None and "# Team\nalice: working" in again and "# Memory\n(none)" in again
+    prompt.forget_reminders()  # e.g. after a compaction: everything again
+    assert "# Team\nalice: working" in (prompt.reminder() or "")
+    # never in the system prompt, which says once how to read reminders
+    assert prompt.blocks()[0].text == f"I am lead.\n\n# Context updates\n{REMINDER_GUIDANCE}"
+
+
+def test_turn_only_sections_wait_for_the_next_turn_unless_a_compaction_dropped_them() -> None:
+    team, cwd = ["alice: idle"], ["/repo"]
+    prompt = SystemPrompt(identity="I am lead.")
+    prompt.add_volatile("Working directory", lambda: cwd[0], known="/repo")
+    prompt.add_volatile("Team", lambda: team[0], mid_turn=False)
+    assert prompt.reminder() is not None  # the opening message: the team
+    team[0], cwd[0] = "alice: working", "/repo/.team/worktrees/t1"
+    mid = prompt.reminder(mid_turn=True)  # after tool results: only what must not wait
+    assert (
+        mid
+        == "<system-reminder>\n# Working directory\n/repo/.team/worktrees/t1\n</system-reminder>"
+    )
+    assert prompt.reminder(mid_turn=True) is None
+    assert prompt.reminder() == "<system-reminder>\n# Team\nalice: working\n</system-reminder>"
+    team[0] = "alice: idle"
+    prompt.forget_reminders()  # a compaction mid-turn: everything, at once
+    both = prompt.reminder(mid_turn=True) or ""
+    assert "# Team\nalice: idle" in both and "# Working directory" in both
 
 
 def test_token_counter_uses_last_usage_plus_estimate() -> None:

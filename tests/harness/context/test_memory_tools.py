@@ -10,10 +10,11 @@ import pytest
 
 from harness.agent import Agent, AgentConfig
 from harness.context.memory import Memory
+from harness.context.prompt import is_reminder
 from harness.model.scripted import ScriptedModel
 from harness.permissions.checks import Permissions
 from harness.permissions.policy import HarnessPolicy
-from harness.ports import ToolResultBlock
+from harness.ports import TextBlock, ToolResultBlock
 from harness.tools.base import ToolPolicy
 from tests.support.fakes import AllowAll
 
@@ -71,7 +72,32 @@ def test_notes_persist_for_the_next_session_and_show_in_its_prompt(tmp_path: Pat
     assert Memory(tmp_path).read("db") == "Port 5433.\n"
     later, results = run_calls(tmp_path, [{"name": "recall", "input": {"topic": "db"}}])
     assert results[0].content == "Port 5433.\n"
-    assert "- db.md: DB" in later.system.blocks()[-1].text  # the dynamic memory index
+    # the memory index: in the reminder of the session's first prompt, not the system prompt
+    assert "db.md" not in later.system.blocks()[0].text
+    first = later.messages[0].content[-1]
+    assert isinstance(first, TextBlock) and is_reminder(first.text) and "- db.md: DB" in first.text
+
+
+def test_a_memory_written_mid_turn_reaches_the_model_with_the_next_turn(tmp_path: Path) -> None:
+    remember = {"topic": "db", "text": "Port 5433.", "description": "DB"}
+    steps: list[Any] = [{"tool_uses": [{"name": "remember", "input": remember}]}, "done", "ok"]
+    agent = Agent(
+        AgentConfig(name="lead", model="fake-model"),
+        root=tmp_path,
+        model=ScriptedModel({"agents": {"lead": {"steps": steps}}}),
+        policy=AllowAll(),
+    )
+    agent.run_turn("go")
+    first, results = agent.messages[0], agent.messages[2]
+    assert first.content == (TextBlock(text="go"),)  # memory empty: no reminder at first
+    # mid-turn the index waits (the agent's own tool result says what it wrote) ...
+    assert all(isinstance(b, ToolResultBlock) for b in results.content)
+    agent.run_turn("next")
+    opening = agent.messages[-2]
+    assert opening.content[0] == TextBlock(text="next")
+    note = opening.content[-1]  # ... and opens the next turn
+    assert isinstance(note, TextBlock) and is_reminder(note.text)
+    assert "# Memory\n" in note.text and note.text.endswith("- db.md: DB\n</system-reminder>")
 
 
 def test_a_topic_cannot_name_another_file(tmp_path: Path) -> None:

@@ -120,7 +120,15 @@ def test_search_tools_makes_matches_callable_in_the_agent_loop(
     assert "mcp__many__tool_013" not in tool_names(third)
     system = "\n".join(b.text for b in first.system)
     assert "# MCP servers" in system and "mcp__many__tool_049" in system
-    assert tool_names(third) == sorted(tool_names(third))
+    # a fixed order: the agent's own tools, then MCP's; a tool loaded later goes last
+    assert tool_names(third) == [*tool_names(first), "mcp__many__tool_012"]
+    own = [n for n in tool_names(first) if "mcp" not in n and n != "search_tools"]
+    assert tool_names(first) == [
+        *sorted(own),
+        "list_mcp_resources",
+        "read_mcp_resource",
+        "search_tools",
+    ]
     agent.close()
 
 

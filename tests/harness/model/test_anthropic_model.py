@@ -141,9 +141,12 @@ def test_server_error_and_reset_are_retried(
 
 def test_overloaded_event_mid_stream_is_retried(fake_api: FakeApiFactory, clock: FakeClock) -> None:
     server = fake_api(SCRIPT, faults=[Fault(kind="stream_error")])
-    response = make_model(server, clock).complete(request())
+    model = make_model(server, clock)
+    response = model.complete(request())
     assert response.content[0] == TextBlock(text="Writing it.")
     assert [r.fault for r in server.requests] == ["stream_error", None] and len(clock.sleeps) == 1
+    # A failed attempt is not billed: the call's bill is its one answered request.
+    assert response.billed is None and response.billed_usage == model.calls[0].usage
 
 
 @pytest.mark.parametrize("stream", [True, False])
@@ -184,6 +187,8 @@ def test_max_tokens_in_a_tool_use_escalates_then_continues(
     assert response.stop_reason == "tool_use"
     assert model.calls[0].attempts == 3
     assert model.calls[0].usage.output_tokens > response.usage.output_tokens
+    # The response carries the bill of all three requests too (what the team journals).
+    assert response.billed_usage == response.billed == model.calls[0].usage
 
 
 def test_max_tokens_escalation_alone_can_succeed(

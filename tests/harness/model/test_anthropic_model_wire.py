@@ -78,9 +78,12 @@ def test_breakpoints_tools_order_header_and_passthrough(
     sent = server.requests[0]
     assert sent.headers["x-teamctl-agent"] == "mate-3"
     body = sent.body
+    # the newest message, the last system block, the previous request's end, the last tool
     assert count_cache_breakpoints(body) == 4
-    assert ["cache_control" in b for b in body["system"]] == [False] * 3 + [True] * 3
+    assert ["cache_control" in b for b in body["system"]] == [False] * 5 + [True]
+    assert ["cache_control" in t for t in body["tools"]] == [False, False, True]
     assert body["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert body["messages"][0]["content"][-1]["cache_control"] == {"type": "ephemeral"}
     assert [t["name"] for t in body["tools"]] == ["zeta", "alpha", "mid"]
     assert body["temperature"] == 0.5 and body["model"] == "claude-sonnet-4-6"
     assert body["messages"][1]["content"][0] == {
@@ -98,7 +101,8 @@ def test_never_more_than_four_breakpoints(marked: int) -> None:
         kwargs = request_to_api(
             big_request(system=system, messages=messages), model="m", max_tokens=1
         )
-        assert count_cache_breakpoints(kwargs) == min(4, marked + (1 if messages else 0))
+        # one on the last tool, and the newest and previous message when there are messages
+        assert count_cache_breakpoints(kwargs) == min(4, marked + (2 if messages else 0) + 1)
 
 
 def test_environment_supplies_key_and_base_url(
@@ -134,7 +138,7 @@ def test_wire_round_trip_server_side() -> None:
     kwargs = request_to_api(big_request(), model="m", max_tokens=7)
     parsed = request_from_api(kwargs, agent="mate-3")
     assert parsed.messages == CONVERSATION and parsed.tools == TOOLS
-    assert [b.cache for b in parsed.system] == [False] * 3 + [True] * 3
+    assert [b.cache for b in parsed.system] == [False] * 5 + [True]
     tool_result_list = {
         "type": "tool_result",
         "tool_use_id": "t",
