@@ -100,7 +100,9 @@ def test_a_team_finishes_through_model_faults_with_shared_backoff(
 def test_many_teams_finish_through_more_model_faults(
     tmp_path: Path, stop_actors: list[Any], seed: int
 ) -> None:
-    _team_through_faults(tmp_path, stop_actors, seed=seed, rate=0.4)
+    # rate 0.6: with terminal tools and the coalesced lead a team makes ~half the calls it used
+    # to, and every fault kind must still be served
+    _team_through_faults(tmp_path, stop_actors, seed=seed, rate=0.6)
 
 
 def _team_through_faults(tmp_path: Path, stop_actors: list[Any], *, seed: int, rate: float) -> None:
