@@ -117,6 +117,12 @@ class TeamSettings(_Strict):
     """Tokens (input, output, cache reads and writes) one agent may spend in one turn (from the
     message that opened it until the model stops) before it makes no more model calls; None =
     no limit."""
+    verify_timeout_s: float = Field(default=600.0, gt=0)
+    """Seconds a task's ``verify`` command may run (at ``complete_task`` and on a worktree's
+    merge result) before it is killed and counted as failed."""
+    max_workflow_steps: int = Field(default=200, ge=1)
+    """``agent()`` calls one workflow run may make (recorded ones replayed by a resume count
+    too); one more fails the run with a clear message (docs/ARCHITECTURE.md, "Workflows")."""
 
 
 class MailboxSettings(_Strict):

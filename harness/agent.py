@@ -24,6 +24,7 @@ from harness.context.instructions import denied_by_rules, load_instructions
 from harness.context.memory import Memory
 from harness.context.prompt import SystemPrompt
 from harness.context.skills import SkillLibrary, SkillSession
+from harness.goal import GoalJudge, GoalVerdict, RecordFn
 from harness.hooks import HOOK_SESSION_KEY, HookOutcome, HookRunner, HookSession, session_for
 from harness.loop import (
     AgentLoop,
@@ -45,6 +46,7 @@ from harness.ports import (
     ToolUseBlock,
 )
 from harness.settings import HookEvent
+from harness.shell.environment import command_env_of
 from harness.tools.base import JobRunner, Tool, ToolContext, ToolPolicy
 from harness.tools.compact_tool import CompactTool
 from harness.tools.executor import ToolExecutor
@@ -140,6 +142,7 @@ class Agent:
         self.skill_session = SkillSession()
         self.memory = Memory(root)
         self._subagents: list[Agent] = []
+        self.goal: GoalJudge | None = None
         self._sub_ids = itertools.count(1)
         tools: list[Tool[Any]] = [*builtin_tools(self.todos), *memory_tools(self.memory)]
         tools.append(LoadSkillTool(self.skills, self.skill_session))
@@ -219,6 +222,7 @@ class Agent:
                 base_hooks,
                 after_tools=base_hooks.after_tools or self._todo_reminder,
                 on_message=self._message_appended,
+                on_goal=self._goal_verdict,
             ),
             messages=messages,
         )
@@ -490,6 +494,28 @@ class Agent:
     def _message_appended(self, message: Message) -> None:
         for listener in list(self._message_listeners):
             listener(message)
+
+    def goal_judge(
+        self, *, record: RecordFn | None = None, pending_work: Callable[[], int] | None = None
+    ) -> GoalJudge:
+        """This agent's goal judge (made on first use; docs/ARCHITECTURE.md, "Goals"): its
+        evaluator calls this agent's model, its check runs in the agent's cwd with the agent's
+        command environment. ``record`` stores the ``goal.*`` records; ``pending_work`` counts
+        the agent's unfinished background work (judging waits for it)."""
+        if self.goal is None:
+            self.goal = GoalJudge(
+                model=self.model,
+                model_name=self.config.model,
+                agent=self.config.name,
+                cwd=lambda: self.cwd,
+                env=lambda: command_env_of(self.tool_context.extra).environment(),
+                pending_work=pending_work,
+                record=record,
+            )
+        return self.goal
+
+    def _goal_verdict(self) -> GoalVerdict:
+        return self.goal.judge(self.loop.messages) if self.goal is not None else GoalVerdict()
 
     def close(self, reason: str = "other") -> None:
         """End the session: ``SessionEnd`` hooks (with ``reason``; once, not for a subagent),

@@ -2,8 +2,13 @@
 
 ``run_ask`` runs the turn and writes the result (testable in-process with any ``ModelClient``);
 the click command that parses the options and builds the model client is ``actors.cli.ask``.
-Exit codes: 0 success, 1 the turn failed (model error, max turns, budget, stopped by a hook), 3
-the final answer never matched ``--json-schema``, 130 interrupted.
+Exit codes: 0 success, 1 the turn failed (model error, max turns, budget, stopped by a hook, the
+goal's evaluator failed or judged the goal impossible), 3 the final answer never matched
+``--json-schema``, 4 the goal was not met within its cap of blocked stops, 130 interrupted.
+
+With a goal (``--goal``/``--goal-check``, ``harness.goal``) the turn ends only when it holds; the
+goal and every evaluation are ``goal`` records of the ask's transcript, and ``--resume`` without a
+new goal goes on judging the recorded one while it is still active.
 
 Waits of the model client (``WaitNotices``, its ``on_wait``) are never silent: a line on stderr
 for ``text``/``json``, a ``system``/``api_retry`` event for ``stream-json``.
@@ -22,6 +27,7 @@ from harness.errors import HarnessError
 from teamctl_base.clock import new_id
 
 if TYPE_CHECKING:  # the runtime imports are inside the functions: `teamctl --help` stays fast
+    from harness.goal import Goal, GoalStatus
     from harness.loop import TurnResult
     from harness.model.backoff import ModelWait
     from harness.ports import Message, ModelClient
@@ -32,12 +38,18 @@ PolicyFactory = Callable[[Path, str, "Approver | None"], "ToolPolicy"]
 """Builds the tool policy from (repository root, permission mode, approver)."""
 
 ASK_AGENT = "ask"
-EXIT_OK, EXIT_FAILED, EXIT_SCHEMA, EXIT_INTERRUPTED = 0, 1, 3, 130
+EXIT_OK, EXIT_FAILED, EXIT_SCHEMA, EXIT_GOAL_UNMET, EXIT_INTERRUPTED = 0, 1, 3, 4, 130
+GOAL_SUBTYPES = {
+    "unmet": "error_goal_unmet",
+    "impossible": "error_goal_impossible",
+    "error": "error_goal_evaluator",
+}
 SUBTYPES = {
     "completed": "success",
     "max_turns": "error_max_turns",
     "budget": "error_max_budget",
     "hook_stopped": "error_stopped_by_hook",
+    "goal_failed": "error_goal_evaluator",
     "interrupted": "error_interrupted",
     "error": "error_during_execution",
 }
@@ -163,9 +175,11 @@ def run_ask(
     out: TextIO | None = None,
     err: TextIO | None = None,
     wait_notices: WaitNotices | None = None,
+    goal: Goal | None = None,
 ) -> int:
     """Run one turn of one agent on ``repo_root`` and write the result; returns the exit code.
-    ``wait_notices`` (the model client's ``on_wait``) is attached to this run's output."""
+    ``wait_notices`` (the model client's ``on_wait``) is attached to this run's output; ``goal``
+    must hold before the turn ends."""
     from harness.agent import Agent, AgentConfig
     from harness.loop import LoopHooks
     from harness.permissions.policy import HarnessPolicy
@@ -209,6 +223,7 @@ def run_ask(
                     "permission_mode": permission_mode,
                 }
             )
+        goal_status = _arm_goal(agent, goal, resume, output)  # after `init` in stream-json
         if json_schema is not None:
             prompt += (
                 "\n\nYour final answer must be a single JSON value, and nothing else, that "
@@ -235,7 +250,7 @@ def run_ask(
                 turns += result.steps
                 if result.transition != "completed":
                     break
-        return _report(output, result, turns, structured, schema_failed, err)
+        return _report(output, result, turns, structured, schema_failed, err, goal_status)
     finally:
         agent.close()
         if mcp is not None:
@@ -276,6 +291,32 @@ def _equip(agent: Any, root: Path) -> Any:
     return manager
 
 
+def _arm_goal(agent: Any, goal: Goal | None, resume: bool, output: _Output) -> GoalStatus | None:
+    """Give the agent its goal (a resumed ask's recorded one when no new one is given), its
+    records going to the transcript (and to stream-json as ``system``/``goal`` events)."""
+    from harness.transcript import load_transcript
+
+    transcript = agent.transcript
+    recorded = load_transcript(transcript.path).goal if resume and transcript else []
+
+    def record(kind: str, fields: dict[str, Any]) -> None:
+        if transcript is not None:
+            transcript.goal(kind, fields)
+        if output.fmt == "stream-json":
+            output.emit(
+                {"type": "system", "subtype": kind, "session_id": output.session_id} | fields
+            )
+
+    if goal is None and not recorded:
+        return None
+    judge = agent.goal_judge(record=record)
+    judge.restore(recorded)
+    if goal is not None:
+        judge.set(goal)
+    status: GoalStatus = judge.status
+    return status
+
+
 def _check(text: str, schema: dict[str, Any]) -> list[str]:
     try:
         value = extract_json(text)
@@ -291,8 +332,11 @@ def _report(
     structured: Any,
     schema_failed: bool,
     err: TextIO,
+    goal: GoalStatus | None = None,
 ) -> int:
     subtype = "error_json_schema" if schema_failed else SUBTYPES[result.transition]
+    if result.transition == "goal_failed" and goal is not None:
+        subtype = GOAL_SUBTYPES.get(goal.state, subtype)
     ok = subtype == "success"
     code = (
         EXIT_OK
@@ -301,6 +345,8 @@ def _report(
         if schema_failed
         else EXIT_INTERRUPTED
         if result.transition == "interrupted"
+        else EXIT_GOAL_UNMET
+        if subtype == "error_goal_unmet"
         else EXIT_FAILED
     )
     if output.fmt == "text":
@@ -324,5 +370,20 @@ def _report(
             "session_id": output.session_id,
             "usage": result.usage.model_dump(),
         }
+        | ({"goal": _goal_summary(goal)} if goal is not None and goal.goal is not None else {})
     )
     return code
+
+
+def _goal_summary(goal: GoalStatus) -> dict[str, Any]:
+    """The ``goal`` object of the ``result``: condition, check, state and the evaluations."""
+    assert goal.goal is not None
+    return {
+        "condition": goal.goal.condition,
+        "check": goal.goal.check,
+        "state": goal.state,
+        "evaluations": goal.evaluations,
+        "blocks": goal.blocks,
+        "evaluator_tokens": goal.tokens,
+        "last_reason": goal.last_reason,
+    }

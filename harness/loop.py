@@ -3,8 +3,10 @@
 A step is one model call plus the tool batch it asked for. The caller runs a whole turn
 (``run_turn``) or drives it one step at a time (``begin_turn`` then ``step`` until ``done``), as
 the team actor does; between steps the message list is always valid to send. Every step returns a
-``transition``: ``tool_use`` and ``stop_hook_feedback`` continue; ``completed``, ``max_turns``,
-``budget``, ``hook_stopped``, ``interrupted`` and ``error`` end the turn. The only signal that
+``transition``: ``tool_use``, ``stop_hook_feedback`` and ``goal_blocked`` continue; ``completed``,
+``max_turns``, ``budget``, ``hook_stopped``, ``goal_failed``, ``interrupted`` and ``error`` end the
+turn. After the Stop hooks allow a stop, a goal (``LoopHooks.on_goal``, ``harness.goal``) may
+block it (its reason is appended as a user message: ``goal_blocked``) or fail the turn. The only signal that
 continues the conversation is the presence of ``tool_use`` blocks, with one exception: a batch
 whose LAST call is to a terminal tool (``Tool.ends_turn``, e.g. a teammate's ``complete_task``),
 in which no call failed and after which no injected message waits, ends the turn as
@@ -26,6 +28,7 @@ from typing import Literal, Protocol
 from harness.context.compaction import Compaction, Compactor
 from harness.context.prompt import SystemPrompt, TokenCounter, check_pairing, spill_oversize
 from harness.errors import HarnessError, ModelError, PromptTooLong
+from harness.goal import GoalVerdict
 from harness.ports import (
     ContentBlock,
     Message,
@@ -64,14 +67,16 @@ __all__ = [
 Transition = Literal[
     "tool_use",
     "stop_hook_feedback",
+    "goal_blocked",
     "completed",
     "max_turns",
     "budget",
     "hook_stopped",
+    "goal_failed",
     "interrupted",
     "error",
 ]
-CONTINUING: frozenset[str] = frozenset({"tool_use", "stop_hook_feedback"})
+CONTINUING: frozenset[str] = frozenset({"tool_use", "stop_hook_feedback", "goal_blocked"})
 INTERRUPTED_RESULT = "Interrupted by the user before this tool ran."
 
 
@@ -134,6 +139,8 @@ class LoopHooks:
     on_message: Callable[[Message], None] | None = None
     after_tools: Callable[[], str | None] | None = None
     """Called after each tool batch; a returned text (e.g. a todo reminder) is attached."""
+    on_goal: Callable[[], GoalVerdict] | None = None
+    """Called when a stop is allowed by the Stop hooks: the goal's verdict (``harness.goal``)."""
 
 
 @dataclass(frozen=True)
@@ -479,6 +486,28 @@ class AgentLoop:
                 st.last_transition = "stop_hook_feedback"
                 return StepResult(
                     transition="stop_hook_feedback",
+                    done=False,
+                    text=text,
+                    response=response,
+                    tool_results=tool_results,
+                    compacted=compacted,
+                )
+        if self.hooks.on_goal:
+            goal = self.hooks.on_goal()
+            if goal.action == "fail":
+                return self._end(
+                    "goal_failed",
+                    text=goal.reason,
+                    error=goal.reason,
+                    response=response,
+                    tool_results=tool_results,
+                    ended_by=name,
+                )
+            if goal.action == "continue":
+                self._append(Message(role="user", content=(TextBlock(text=goal.reason),)))
+                st.last_transition = "goal_blocked"
+                return StepResult(
+                    transition="goal_blocked",
                     done=False,
                     text=text,
                     response=response,

@@ -8,6 +8,8 @@ mode 0600 (only its owner reads it):
 - ``{"type": "amend", "blocks": [...]}``: blocks appended to the last (user) message.
 - ``{"type": "compact_boundary", "trigger", "pre_tokens", "post_tokens", "messages": [...]}``:
   the history was rewritten; ``messages`` is the whole new list.
+- ``{"type": "goal", "kind": "goal.set"|"goal.evaluated"|"goal.cleared", "fields": {...}}``: the
+  agent's goal and each evaluation (``harness.goal``; ``teamctl ask`` has no team journal).
 
 Folding the lines in order rebuilds the exact message list, so a resumed agent's next request is
 byte-identical to the one it would have sent. A torn last line (a crash mid-write) is dropped; a
@@ -109,6 +111,9 @@ class Transcript:
             }
         )
 
+    def goal(self, kind: str, fields: dict[str, Any]) -> None:
+        self._write({"type": "goal", "kind": kind, "fields": fields})
+
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
@@ -123,6 +128,8 @@ class LoadedTranscript:
     meta: dict[str, Any] = field(default_factory=dict)
     boundaries: int = 0
     torn_tail: bool = False
+    goal: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """The ``goal`` records in order, as ``(kind, fields)``."""
 
 
 def load_transcript(path: Path) -> LoadedTranscript:
@@ -165,6 +172,8 @@ def _apply(state: LoadedTranscript, record: dict[str, Any]) -> None:
     elif kind == "compact_boundary":
         state.messages = [Message.model_validate(m) for m in record["messages"]]
         state.boundaries += 1
+    elif kind == "goal":
+        state.goal.append((str(record["kind"]), dict(record["fields"])))
     elif kind == "meta":
         state.meta.update({k: v for k, v in record.items() if k != "type"})
     else:

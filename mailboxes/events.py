@@ -92,7 +92,10 @@ class MemberStopped(Payload):
 
 
 class TaskCreated(Payload):
+    """v2: ``verify``, the shell command that must exit 0 before the task counts as done."""
+
     TYPE = "task.created"
+    VERSION = 2
     task_id: str
     subject: str
     description: str = ""
@@ -100,6 +103,7 @@ class TaskCreated(Payload):
     metadata: dict[str, Any] = Field(default_factory=dict)
     plan_required: bool = False
     role: str | None = None
+    verify: str | None = None
 
 
 class TaskUpdated(Payload):
@@ -145,6 +149,24 @@ class TaskCompleted(Payload):
     summary: str = ""
     unblocked: tuple[str, ...] = ()
     forced_by: str | None = None
+
+
+class TaskVerified(Payload):
+    """One run of a task's ``verify`` command: at ``complete_task`` (``stage`` complete, in the
+    task's worktree or the main checkout) or on the merge result before ``worktree merge`` lands
+    it (``stage`` merge, ``commit`` the candidate). ``output`` is capped; ``exit_code`` None =
+    timed out or could not start."""
+
+    TYPE = "task.verified"
+    task_id: str
+    command: str
+    stage: Literal["complete", "merge"]
+    passed: bool
+    exit_code: int | None = None
+    timed_out: bool = False
+    output: str = ""
+    worktree: str | None = None
+    commit: str | None = None
 
 
 class TaskDeleted(Payload):
@@ -320,6 +342,96 @@ class JournalTailRepaired(Payload):
     bytes_dropped: int
 
 
+# --- workflows ---------------------------------------------------------------------------------
+
+
+class WorkflowStarted(Payload):
+    """A workflow run began: ``file_sha256`` is the script's hash, so a resume can tell that the
+    file changed since (docs/ARCHITECTURE.md, "Workflows")."""
+
+    TYPE = "workflow.started"
+    run_id: str
+    name: str
+    args: Any = None
+    file: str
+    file_sha256: str
+
+
+class WorkflowResumed(Payload):
+    """``teamctl workflow resume`` (or ``teamctl resume``) re-runs the script of ``run_id``."""
+
+    TYPE = "workflow.resumed"
+    run_id: str
+    file_sha256: str
+    file_changed: bool = False
+
+
+class WorkflowStepCompleted(Payload):
+    """One ``agent()`` step done: its stable content ``key`` and its (validated) ``result``,
+    returned again without a model call when a resumed run asks for the same key."""
+
+    TYPE = "workflow.step_completed"
+    run_id: str
+    key: str
+    label: str | None = None
+    phase: str | None = None
+    task_id: str | None = None
+    result: Any = None
+
+
+class WorkflowPhase(Payload):
+    TYPE = "workflow.phase"
+    run_id: str
+    title: str
+
+
+class WorkflowLog(Payload):
+    TYPE = "workflow.log"
+    run_id: str
+    text: str
+
+
+class WorkflowFinished(Payload):
+    """The run ended: ``completed`` with its ``result``, or ``failed`` with the ``error``."""
+
+    TYPE = "workflow.finished"
+    run_id: str
+    status: Literal["completed", "failed"]
+    result: Any = None
+    error: str | None = None
+
+
+# --- goals ------------------------------------------------------------------------------------
+
+
+class GoalSet(Payload):
+    """An agent's goal armed (``harness.goal``; the actor is the agent): ``goal`` is the
+    ``harness.goal.Goal`` as JSON (condition, check, caps), ``at`` when (docs/ARCHITECTURE.md,
+    "Goals")."""
+
+    TYPE = "goal.set"
+    goal: dict[str, Any]
+    at: float = 0.0
+
+
+class GoalEvaluated(Payload):
+    """One judgement of an agent's goal at a stop: ``state`` stays ``active`` while it blocks
+    (``blocks`` in a row), or ends it ``met``, ``unmet`` (the cap), ``impossible`` or ``error``."""
+
+    TYPE = "goal.evaluated"
+    ok: bool
+    state: Literal["active", "met", "unmet", "impossible", "error"]
+    reason: str = ""
+    tokens: int = 0
+    blocks: int = 0
+
+
+class GoalCleared(Payload):
+    """The agent's goal was cleared (console ``/goal clear``, ``teamctl run --fresh``)."""
+
+    TYPE = "goal.cleared"
+
+
 # --- registry ----------------------------------------------------------------------------------
 
 PAYLOADS: Mapping[str, type[Payload]] = MappingProxyType(
@@ -361,10 +473,11 @@ def _member_spawned_v1(data: dict[str, Any]) -> dict[str, Any]:
     return upgraded
 
 
+@upgrade("task.created", from_v=1)
 @upgrade("task.released", from_v=1)
 @upgrade("task.completed", from_v=1)
-def _forced_by_v1(data: dict[str, Any]) -> dict[str, Any]:
-    """v1 had no ``forced_by``: nobody forced it (the default)."""
+def _new_optional_field_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """v1 had no ``forced_by`` (nobody forced it) or ``verify`` (no check): the defaults."""
     return data
 
 

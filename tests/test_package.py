@@ -39,7 +39,7 @@ ACTORS_LAYERS: tuple[tuple[str, ...], ...] = (
     ("repo", "settings", "board"),
     ("factory", "jobs", "worktrees"),
     ("services",),
-    ("protocols",),
+    ("protocols", "workflows"),
     ("tools",),
     ("runtime", "live"),
     ("scenarios",),

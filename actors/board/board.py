@@ -53,6 +53,7 @@ from mailboxes.events import (
     TaskDeleted,
     TaskReleased,
     TaskUpdated,
+    TaskVerified,
     draft,
 )
 from mailboxes.messages import check_agent_name
@@ -302,12 +303,16 @@ class Board:
         metadata: Mapping[str, Any] | None = None,
         plan_required: bool = False,
         role: str | None = None,
+        verify: str | None = None,
         op_id: str | None = None,
     ) -> Task:
-        """Add a pending task; every ``blocked_by`` id must exist and not be deleted."""
+        """Add a pending task; every ``blocked_by`` id must exist and not be deleted.
+        ``verify``: a shell command that must exit 0 before the task may be completed."""
         if not subject.strip():
             raise TeamError("a task needs a subject")
         check_subject(subject)
+        if verify is not None and not verify.strip():
+            raise TeamError("a task's verify command cannot be empty")
 
         def step(st: TeamState) -> _Step:
             deps = unique(blocked_by)
@@ -321,6 +326,7 @@ class Board:
                 metadata=dict(metadata or {}),
                 plan_required=plan_required,
                 role=role,
+                verify=verify,
             )
 
         done = self._command(op_id, step)
@@ -498,6 +504,15 @@ class Board:
 
         done = self._command(op_id, step)
         return Completion(done.state.task(tid), tuple(self._event(done, op_id).data["unblocked"]))
+
+    def record_verification(self, body: TaskVerified) -> Task:
+        """Journal one run of a task's ``verify`` command (passed or not); the task must exist."""
+
+        def step(st: TeamState) -> _Step:
+            st.task(body.task_id)
+            return body
+
+        return self._command(None, step).state.task(body.task_id)
 
     def reap_dead_owners(self) -> TaskList:
         """Release (reason ``owner_dead``) every agent claim whose owner's lease is free.

@@ -14,6 +14,7 @@ Rules the fold encodes (the board validates commands; the fold only records what
   for the record but frees the holding; any claim or release voids a plan approval;
 - ``Task.seq`` is the last seq that changed the task's projection, ``TeamState.team_seq`` the
   last that changed the team view, so projections are reproducible by replay;
+- ``task.verified`` records whether the last run of a task's ``verify`` command passed;
 - ``usage.recorded`` adds one call to the team's, the agent's and the task's ``UsageTotals``
   (or the untasked ones); it changes no projection.
 """
@@ -51,6 +52,7 @@ from mailboxes.events import (
     TaskDeleted,
     TaskReleased,
     TaskUpdated,
+    TaskVerified,
     TeamCreated,
     UsageRecorded,
     WorktreeBound,
@@ -246,6 +248,7 @@ class _Builder:
             created_at=event.ts,
             updated_at=event.ts,
             metadata=MappingProxyType(dict(body.metadata)),
+            verify=body.verify,
             seq=event.seq,
         )
         self._link(tid, body.blocked_by, event)
@@ -304,6 +307,12 @@ class _Builder:
         self._void_plan_requests(task.id)
         self._put(task, event, status="completed", owner=body.owner, summary=body.summary)
         self.team_seq = event.seq
+
+    def task_verified(self, event: Event, p: Any) -> None:
+        body: TaskVerified = p
+        task = self.tasks.get(body.task_id)
+        if task is not None:
+            self._put(task, event, verified=body.passed)
 
     def task_deleted(self, event: Event, p: Any) -> None:
         body: TaskDeleted = p
@@ -428,6 +437,7 @@ _HANDLERS: dict[str, Callable[[_Builder, Event, Any], None]] = {
     "task.released": _Builder.task_released,
     "task.completed": _Builder.task_completed,
     "task.deleted": _Builder.task_deleted,
+    "task.verified": _Builder.task_verified,
     "plan.requested": _Builder.plan_requested,
     "plan.submitted": _Builder.plan_submitted,
     "plan.reviewed": _Builder.plan_reviewed,

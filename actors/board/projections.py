@@ -83,6 +83,8 @@ def render_task(task: Task) -> dict[str, Any]:
             "reviewer": plan.reviewer,
         },
         "summary": task.summary,
+        "verify": task.verify,
+        "verified": task.verified,
         "metadata": dict(task.metadata),
         "created_by": task.created_by,
         "created_at": task.created_at,

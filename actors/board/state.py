@@ -80,6 +80,11 @@ class Task(NamedTuple):
     updated_at: float = 0.0
     metadata: Mapping[str, Any] = _EMPTY
     summary: str | None = None
+    verify: str | None = None
+    """A shell command that must exit 0 before the task may be completed and before its
+    worktree's merge result lands (docs/ARCHITECTURE.md, "Verified tasks"); None = no check."""
+    verified: bool | None = None
+    """Whether the last run of ``verify`` (``task.verified``) passed; None = never run."""
     seq: int = 0
 
     @property

@@ -7,7 +7,8 @@ terminal, an approver that asks the human (elsewhere one that refuses and says, 
 and which flag or rule would allow it); then it runs the turn and exits with its code. The model
 client's waits (back-off, rate limits, connection retries) are announced through
 ``WaitNotices``. An empty prompt is a usage error. Errors become one line
-(``click.ClickException``).
+(``click.ClickException``). ``--goal TEXT`` / ``--goal-check CMD`` keep the turn going until the
+goal holds (``harness.goal``; the README's "Goals").
 """
 
 from __future__ import annotations
@@ -137,6 +138,19 @@ def _model_from_env(model: str, on_wait: Callable[[ModelWait], None] | None = No
 @click.option("--json-schema", "schema_file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--resume", is_flag=True, help="Continue the last `ask` session.")
 @click.option(
+    "--goal", "goal_text", default=None, help="A condition an evaluator model call must confirm."
+)
+@click.option(
+    "--goal-check", "goal_check", default=None, help="A shell command that must exit 0 to finish."
+)
+@click.option(
+    "--goal-max-blocks",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="Blocked stops in a row before the goal is given up (exit 4).",
+)
+@click.option(
     "--permission-mode",
     type=click.Choice(["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"]),
     default="default",
@@ -149,6 +163,9 @@ def ask_command(
     schema_file: str | None,
     resume: bool,
     permission_mode: str,
+    goal_text: str | None,
+    goal_check: str | None,
+    goal_max_blocks: int,
 ) -> None:
     """Run one agent on the current repository and print its answer."""
     if prompt is None:
@@ -167,6 +184,17 @@ def ask_command(
             check_schema(schema)
         except SchemaFileError as exc:
             raise click.ClickException(f"{schema_file}: {exc}") from exc
+    goal = None
+    if goal_text is not None or goal_check is not None:
+        if not (goal_text or "").strip() and not (goal_check or "").strip():
+            raise click.UsageError("--goal / --goal-check must not be empty")
+        from harness.goal import Goal
+
+        goal = Goal(
+            condition=(goal_text or "").strip() or None,
+            check=(goal_check or "").strip() or None,
+            max_blocks=goal_max_blocks,
+        )
     from actors.factory import exclude_team_files
 
     root = exclude_team_files(find_repo_root(Path.cwd()))  # as `init` does
@@ -187,6 +215,7 @@ def ask_command(
             policy_factory=default_policy_factory,
             model=model,
             wait_notices=notices,
+            goal=goal,
         )
     except HarnessError as exc:
         raise click.ClickException(str(exc)) from exc

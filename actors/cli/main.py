@@ -26,6 +26,7 @@ from actors.cli.ops import COMMANDS as OPS_COMMANDS
 from actors.cli.run import COMMANDS as RUN_COMMANDS
 from actors.cli.scenario import COMMANDS as SCENARIO_COMMANDS
 from actors.cli.watch import COMMANDS as WATCH_COMMANDS
+from actors.cli.workflow import COMMANDS as WORKFLOW_COMMANDS
 
 
 def _domain_errors() -> tuple[type[BaseException], ...]:
@@ -179,6 +180,8 @@ for _command in WATCH_COMMANDS:
 for _command in SCENARIO_COMMANDS:
     cli.add_command(_command)
 for _command in DEMO_COMMANDS:
+    cli.add_command(_command)
+for _command in WORKFLOW_COMMANDS:
     cli.add_command(_command)
 
 

@@ -3,7 +3,7 @@
 ``run [PROMPT]`` starts (or continues) the team with a lead; ``--headless`` runs until the team is
 idle and exits (``--output-format stream-json``: one JSON event per line, then a ``result``);
 without it a line console feeds the lead (``/status``, ``/tasks``, ``/watch``, ``/stop NAME``,
-``/quit``) and keeps a live status line: who is working on what and the task counts, printed again
+``/goal``, ``/quit``) and keeps a live status line: who is working on what and the task counts, printed again
 each time it changes. It is redrawn from the runtime's events (``actors.scenarios.demo.LiveFeed`` over the
 running team), never on a timer; to a terminal it is coloured, to a pipe it is plain text.
 ``resume`` is ``run`` without a prompt. ``join NAME`` hosts one teammate (new, or on the team and
@@ -24,6 +24,14 @@ any terminal with ``teamctl approve|reject ID``: all journaled the same way. A h
 refuses at once what nobody can answer, saying on stderr (a ``permission_refused`` event in
 stream-json) which flag or rule would allow it; ``--approvals human`` makes it wait instead and
 print the request id and the command that answers it (a ``permission_request`` event).
+
+Goals (the README's "Goals"): ``--goal TEXT`` / ``--goal-check CMD`` give the lead a goal
+(``actors.runtime.goal``): its stops are judged, a blocked stop goes on with the reason, and a
+headless run ends ``success`` only once the goal holds (and no task is left); the cap of blocked
+stops ends it ``error_goal_unmet`` (``EXIT_UNFINISHED``), an impossible goal or an evaluator error
+``error_goal_impossible`` / ``error_goal_evaluator`` (``EXIT_GOAL_FAILED``), one line on stderr.
+``resume`` goes on with the recorded goal. The console's ``/goal TEXT``, ``/goal`` and
+``/goal clear`` set, show and clear it through the lead's actor.
 
 A scripted model from a YAML/JSON file replaces the real one with the hidden ``--script FILE``
 option or ``TEAMCTL_SCRIPT`` (the scenario runner and end-to-end tests use it).
@@ -50,6 +58,7 @@ if TYPE_CHECKING:
     from actors.runtime.permission_requests import HumanAsk, HumanDesk
     from actors.runtime.runtime import TeamRuntime
     from actors.scenarios.demo import LiveFeed
+    from harness.goal import Goal, GoalStatus
     from harness.settings import PermissionMode
     from harness.tools.base import AccessKind
     from mailboxes.events import PermissionRequested
@@ -63,6 +72,8 @@ EXIT_MEMBER_FAILED = 4
 """A member failed for good: a rejected API key (not retried), or no restart left."""
 EXIT_DISK_FULL = 5
 """Headless: the disk stayed full for ``team.disk_full_grace_s``; the team is paused."""
+EXIT_GOAL_FAILED = 1
+"""The lead's goal was judged impossible, or its evaluator failed (never a success)."""
 EXIT_STOPPED = 130
 """Stopped by the user (Ctrl-C or SIGTERM); the team is paused and ``resume`` continues it."""
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -101,12 +112,50 @@ _approvals = click.option(
 )
 
 
+_goal_options = (
+    click.option(
+        "--goal",
+        "goal_text",
+        default=None,
+        help="A condition an evaluator model call must confirm.",
+    ),
+    click.option(
+        "--goal-check",
+        "goal_check",
+        default=None,
+        help="A shell command that must exit 0 before the lead may stop.",
+    ),
+    click.option(
+        "--goal-max-blocks",
+        type=click.IntRange(min=1),
+        default=10,
+        show_default=True,
+        help="Blocked stops of the lead in a row before the goal is given up (exit 3).",
+    ),
+)
+
+
+def _goal(text: str | None, check: str | None, max_blocks: int) -> Goal | None:
+    """The ``Goal`` of ``--goal`` / ``--goal-check`` (None without either)."""
+    if text is None and check is None:
+        return None
+    if not (text or "").strip() and not (check or "").strip():
+        raise click.UsageError("--goal / --goal-check must not be empty")
+    from harness.goal import Goal
+
+    return Goal(
+        condition=(text or "").strip() or None,
+        check=(check or "").strip() or None,
+        max_blocks=max_blocks,
+    )
+
+
 def _runtime_options(*, whole_team: bool) -> Callable[[_F], _F]:
     """The options of the commands that host the runtime, in help order: ``--output-format``,
     ``--model`` and the hidden ``--script`` for all three; ``run`` and ``resume`` (``whole_team``)
     add ``--headless`` first and ``--permission-mode``, ``--approvals`` and ``--timeout``."""
     options = (
-        (_headless, _format, _model, _mode, _approvals, _script, _timeout)
+        (_headless, _format, _model, _mode, _approvals, _script, _timeout, *_goal_options)
         if whole_team
         else (_format, _model, _script)
     )
@@ -214,7 +263,29 @@ def _text_line(event: Mapping[str, Any]) -> str | None:
         return f"[{agent}] stops: {event['message']}"
     if kind == "resumed":
         return "[team] resumed " + ", ".join(_resumed_text(m) for m in event["members"])
+    if kind == "team_event" and str(event.get("event", "")).startswith("goal."):
+        return _goal_line(event)
     return None
+
+
+def _goal_line(event: Mapping[str, Any]) -> str:
+    """A ``goal.*`` journal event as one line of the text output."""
+    who, kind, data = event.get("actor", ""), event["event"], event.get("data") or {}
+    if kind == "goal.set":
+        goal = data.get("goal") or {}
+        what = " and ".join(
+            [
+                *([goal["condition"]] if goal.get("condition") else []),
+                *([f"`{goal['check']}` exits 0"] if goal.get("check") else []),
+            ]
+        )
+        return f"[{who}] goal set: {what}"
+    if kind == "goal.cleared":
+        return f"[{who}] goal cleared"
+    reason = one_line(str(data.get("reason", "")))[:300]
+    if data.get("state") == "active":
+        return f"[{who}] goal not met yet (blocked stop {data.get('blocks')}): {reason}"
+    return f"[{who}] goal {data.get('state')}: {reason}"
 
 
 def _resumed_text(member: Mapping[str, Any]) -> str:
@@ -389,9 +460,40 @@ def _desk(
     )
 
 
+_GOAL_OVER = {
+    "unmet": ("error_goal_unmet", EXIT_UNFINISHED),
+    "impossible": ("error_goal_impossible", EXIT_GOAL_FAILED),
+    "error": ("error_goal_evaluator", EXIT_GOAL_FAILED),
+}
+
+
+def _goal_of(rt: TeamRuntime) -> GoalStatus | None:
+    """The status of the goal this run pursues (None: none)."""
+    if rt.goal_pursued is None:
+        return None
+    status = rt.goal.status()
+    return status if status.goal is not None else None
+
+
+def _goal_summary(goal: GoalStatus) -> dict[str, Any]:
+    """The ``goal`` object of the ``result`` (as ``teamctl ask`` has it)."""
+    assert goal.goal is not None
+    return {
+        "condition": goal.goal.condition,
+        "check": goal.goal.check,
+        "state": goal.state,
+        "evaluations": goal.evaluations,
+        "blocks": goal.blocks,
+        "evaluator_tokens": goal.tokens,
+        "last_reason": goal.last_reason,
+    }
+
+
 def _summary(rt: TeamRuntime, *, timed_out: bool = False, stopped: bool = False) -> dict[str, Any]:
     """The run's ``result``: its outcome (``subtype``, ``is_error``, ``exit_code``), the task
-    counts, the unfinished tasks and the members that failed. Read before the runtime stops."""
+    counts, the unfinished tasks and the members that failed, and the goal. Read before the
+    runtime stops."""
+    goal = _goal_of(rt)
     state = rt.board.refresh()
     counts: dict[str, int] = {}
     for task in state.tasks.values():
@@ -406,10 +508,14 @@ def _summary(rt: TeamRuntime, *, timed_out: bool = False, stopped: bool = False)
         subtype, code = "error_disk_full", EXIT_DISK_FULL
     elif failed:
         subtype, code = "error_member_failed", EXIT_MEMBER_FAILED
+    elif goal is not None and goal.state in _GOAL_OVER:
+        subtype, code = _GOAL_OVER[goal.state]
     elif cap is not None:
         subtype, code = "error_cap_reached", EXIT_UNFINISHED
     elif timed_out:
         subtype, code = "error_timeout", EXIT_UNFINISHED
+    elif goal is not None and goal.state != "met":  # idle, its last stop not judged met
+        subtype, code = "error_goal_unmet", EXIT_UNFINISHED
     elif unfinished:
         subtype, code = "error_unfinished_tasks", EXIT_UNFINISHED
     else:
@@ -424,6 +530,7 @@ def _summary(rt: TeamRuntime, *, timed_out: bool = False, stopped: bool = False)
         "failed": failed,
         **({"disk_full": disk_full} if disk_full is not None else {}),
         **({"cap": cap.as_event()} if cap is not None else {}),
+        **({"goal": _goal_summary(goal)} if goal is not None else {}),
         "members": {m.name: m.status for m in state.members.values()},
         # The team's model usage over the whole journal (`teamctl cost`), Claude Code's names.
         "total_cost_usd": state.usage.cost_usd,
@@ -449,12 +556,22 @@ def _report(printer: _Printer, output_format: str, summary: Mapping[str, Any]) -
         cap = summary["cap"]
         reason, hint = safe(f"cap reached: {cap['reason']}"), safe(cap["hint"])
         click.echo(f"error: {reason} — the team is paused; {hint}", err=True)
+    subtype = summary.get("subtype")
+    if subtype in ("error_goal_impossible", "error_goal_evaluator", "error_goal_unmet"):
+        goal = summary.get("goal") or {}
+        reason = one_line(str(goal.get("last_reason") or "the goal was never judged met"))
+        if goal.get("state") == "active":
+            reason = f"goal not met yet: {reason}"
+        tail = "`teamctl resume` goes on with the goal" if code == EXIT_UNFINISHED else ""
+        tail = tail or "`teamctl resume` continues the team; the goal stays over"
+        click.echo(f"error: {safe(reason[:500])} — the team is paused; {tail}", err=True)
     if output_format == "stream-json":
         printer(summary)
         return code
-    tasks, subtype = summary["tasks"], summary["subtype"]
+    tasks = summary["tasks"]
     if subtype == "success":
-        click.echo(f"team idle: tasks {tasks}")
+        met = "; goal met" if summary.get("goal") else ""
+        click.echo(f"team idle: tasks {tasks}{met}")
     elif subtype == "error_unfinished_tasks":
         left = ", ".join(summary["unfinished"])
         click.echo(f"team idle with unfinished tasks ({left}): tasks {tasks}")
@@ -463,7 +580,9 @@ def _report(printer: _Printer, output_format: str, summary: Mapping[str, Any]) -
     elif subtype == "error_member_failed":
         for name, error in summary["failed"].items():
             click.echo(f"error: {name} failed: {error}", err=True)
-    elif subtype in ("error_disk_full", "error_cap_reached"):
+    elif subtype in ("error_disk_full", "error_cap_reached") or str(subtype).startswith(
+        "error_goal_"
+    ):
         return code  # its line above says the team is paused
     if code != EXIT_OK:
         click.echo("the team is paused: `teamctl resume` continues it", err=True)
@@ -481,6 +600,7 @@ def _run(
     timeout: float | None,
     fresh: bool = False,
     approvals: str | None = None,
+    goal: Goal | None = None,
 ) -> int:
     from actors.runtime.runtime import TeamRuntime
 
@@ -522,6 +642,7 @@ def _run(
         human=desk,
         # A headless run gives up on a full disk after a grace; the console waits for space.
         disk_grace_s=None if interactive else settings.team.disk_full_grace_s,
+        goal=goal,
     )
     questions.runtime = rt
     try:
@@ -532,14 +653,21 @@ def _run(
             feed.attach(LiveSource(rt.team))
         if prompt:
             rt.submit(prompt)
+        elif rt.goal_pursued is not None:  # the goal alone sets the lead going (or going on)
+            from actors.runtime.goal import goal_prompt
+
+            rt.submit(goal_prompt(rt.goal_pursued))
         if not interactive:
             # A member that failed for good ends the run at once (nobody would do its part),
             # and so do a disk still full after team.disk_full_grace_s and a cap reached.
+            # So does the goal given up (its cap of blocked stops, impossible, evaluator error).
             def ended_early() -> bool:
+                goal = _goal_of(rt)
                 return (
                     bool(rt.failures())
                     or rt.out_of_space() is not None
                     or rt.cap_reached() is not None
+                    or (goal is not None and goal.state in _GOAL_OVER)
                 )
 
             ended = rt.wait_until(lambda: ended_early() or rt.is_idle(), timeout)
@@ -579,7 +707,8 @@ def _console(
     while a request is shown, a line answers it (``y``, ``n``, ``always`` or feedback)."""
     click.echo(
         "Type to talk to the lead; /status, /tasks, /watch, /approve ID, /reject ID FEEDBACK, "
-        "/stop NAME, /quit. Requests are shown with their id: answer y, n, always or feedback.",
+        "/stop NAME, /goal [TEXT|clear], /quit. Requests are shown with their id: answer y, n, "
+        "always or feedback.",
         err=True,
     )
     for raw in sys.stdin:
@@ -602,8 +731,27 @@ def _console(
             rt.services.request_shutdown(line.split(None, 1)[1].strip(), by="lead")
         elif line.startswith(("/approve ", "/reject ")):
             _answer(rt, line, questions)
+        elif line == "/goal" or line.startswith("/goal "):
+            _goal_command(rt, line[len("/goal") :].strip())
         else:
             rt.submit(line)
+
+
+def _goal_command(rt: TeamRuntime, arg: str) -> None:
+    """``/goal`` shows the lead's goal; ``/goal clear`` clears it; ``/goal TEXT`` sets it (an
+    evaluator judges TEXT). Set and clear go through the lead's actor, which runs the judge."""
+    import time
+
+    from harness.goal import Goal
+
+    if not arg:
+        click.echo(safe(rt.goal.status().describe(time.time()), multiline=True))
+    elif arg == "clear":
+        rt.clear_goal()
+        click.echo("goal cleared")
+    else:
+        rt.set_goal(Goal(condition=arg))
+        click.echo(safe(f"goal set: {arg}"))
 
 
 def _panel(rt: TeamRuntime, feed: LiveFeed | None) -> None:
@@ -821,9 +969,13 @@ def run_command(
     approvals: str | None,
     script: Path | None,
     timeout: float | None,
+    goal_text: str | None,
+    goal_check: str | None,
+    goal_max_blocks: int,
     fresh: bool,
 ) -> None:
-    """Start the team (or continue it, paused members included) with PROMPT for the lead."""
+    """Start the team (or continue it, paused members included) with PROMPT for the lead.
+    With --goal / --goal-check the lead goes on until the goal holds (the README's "Goals")."""
     sys.exit(
         _run(
             prompt,
@@ -835,6 +987,7 @@ def run_command(
             timeout=timeout,
             fresh=fresh,
             approvals=approvals,
+            goal=_goal(goal_text, goal_check, goal_max_blocks),
         )
     )
 
@@ -849,9 +1002,13 @@ def resume_command(
     approvals: str | None,
     script: Path | None,
     timeout: float | None,
+    goal_text: str | None,
+    goal_check: str | None,
+    goal_max_blocks: int,
 ) -> None:
     """Bring back every member that was not stopped (paused ones included), with its
-    transcript, claim and mail; says whom it brought back."""
+    transcript, claim and mail; says whom it brought back. The lead's goal goes on (one
+    given up at its cap is armed again), or --goal / --goal-check sets a new one."""
     sys.exit(
         _run(
             None,
@@ -862,6 +1019,7 @@ def resume_command(
             script=script,
             timeout=timeout,
             approvals=approvals,
+            goal=_goal(goal_text, goal_check, goal_max_blocks),
         )
     )
 

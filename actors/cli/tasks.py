@@ -50,24 +50,29 @@ def tasks(show_all: bool, full: bool, as_json: bool) -> None:
     if not rows:
         click.echo("no tasks yet — add one with `teamctl task add SUBJECT`")
         return
+    verified = any(t.verify is not None for t in rows)  # the column only when a task has one
+    columns = ("id", "status", "subject", "owner", "blocked by", "worktree")
     grid = table(
-        None,
-        ("id", "status", "subject", "owner", "blocked by", "worktree"),
-        max_cell=None if full else CELL_CHARS,
+        None, columns + (("verify",) if verified else ()), max_cell=None if full else CELL_CHARS
     )
     for t in rows:
         status = "ready" if state.is_ready(t) else t.status.replace("_", " ")
         if t.status == "pending" and not state.is_ready(t):
             status = "blocked"
-        grid.add_row(
-            t.id,
-            status,
-            t.subject,
-            _owner(t),
-            ", ".join(t.blocked_by) or "-",
-            t.worktree or "-",
-        )
+        cells = [t.id, status, t.subject, _owner(t), ", ".join(t.blocked_by) or "-"]
+        cells.append(t.worktree or "-")
+        if verified:
+            cells.append(_verify_cell(t))
+        grid.add_row(*cells)
     show(grid)
+
+
+def _verify_cell(task: Task) -> str:
+    """The verify command and how its last run went (the table escapes it)."""
+    if task.verify is None:
+        return "-"
+    last = {True: " (passed)", False: " (failed)", None: ""}[task.verified]
+    return task.verify + last
 
 
 @click.group("task")
@@ -79,19 +84,33 @@ def task() -> None:
 @click.argument("subject")
 @click.option("-d", "--description", default="", help="Longer description.")
 @click.option("--blocked-by", multiple=True, metavar="ID", help="A task this one waits for.")
+@click.option(
+    "--verify",
+    default=None,
+    metavar="CMD",
+    help="A shell command that must exit 0 before the task may be completed, and on the merge "
+    "result before its worktree is merged.",
+)
 @click.option("--as", "actor", default="cli", show_default=True, help="Who is adding it.")
 @json_option
 def task_add(
-    subject: str, description: str, blocked_by: tuple[str, ...], actor: str, as_json: bool
+    subject: str,
+    description: str,
+    blocked_by: tuple[str, ...],
+    verify: str | None,
+    actor: str,
+    as_json: bool,
 ) -> None:
     """Add a task."""
     with team_session(actor) as team:
-        created = team.board.create(subject, description, blocked_by=blocked_by)
+        created = team.board.create(subject, description, blocked_by=blocked_by, verify=verify)
         state = team.state()
     if as_json:
         echo_json(task_json(state.task(created.id), state))
     else:
         click.echo(f"added {created.id}: {one_line(created.subject)}")
+        if created.verify is not None:
+            click.echo(f"  verified by: {one_line(created.verify)}")
 
 
 @task.command("show")
@@ -118,6 +137,8 @@ def task_show(task_id: str, as_json: bool) -> None:
 
 
 def _cell(key: str, value: Any) -> str:
+    if key == "verified" and isinstance(value, bool):
+        return "last run passed" if value else "last run failed"
     if key == "plan" and isinstance(value, dict):
         return str(value["status"]) if value.get("required") else "-"
     if key.endswith("_at") and isinstance(value, float) and value:
@@ -259,11 +280,39 @@ def task_complete(task_id: str, name: str, summary: str, force: bool, by: str) -
         who = forced_by(team, name, f"complete its task {task_id}", force=force, by=by)
         held = team.state().task(task_id)
         with acting_as(who or name):
+            if held.verify is not None and held.status == "in_progress" and held.owner == name:
+                _verify_or_refuse(team, held)
             done = team.board.complete(task_id, name, held.epoch, summary, forced_by=who)
     unblocked = done.unblocked
     extra = f" (now ready: {', '.join(unblocked)})" if unblocked else ""
     forced = f" (forced by {who})" if who else ""
     click.echo(f"{name} completed {task_id}{extra}{forced}")
+
+
+def _verify_or_refuse(team: Team, held: Task) -> None:
+    """Run ``held``'s verify command where its work is (its worktree, else the main checkout)
+    with the team's sandbox, environment and timeout; journal the run; exit 1 with the
+    command's output when it failed (docs/ARCHITECTURE.md, "Verified tasks")."""
+    from actors.settings import load_scoped_settings
+    from actors.worktrees.git import WORKTREES_DIR
+    from actors.worktrees.verify import Verifier
+    from teamctl_base.text import safe
+
+    assert held.verify is not None
+    root = team.repo.root
+    where = held.worktree
+    cwd = root / WORKTREES_DIR / where if where is not None else root
+    if not cwd.is_dir():
+        cwd, where = root, None
+    settings = load_scoped_settings(team.repo.settings_path, root=root).settings
+    outcome = Verifier.from_settings(settings).run(held.verify, cwd=cwd)
+    team.board.record_verification(outcome.event(held.id, "complete", worktree=where))
+    if not outcome.passed:
+        click.echo(
+            f"error: {held.id} was not completed: its {safe(outcome.report(), multiline=True)}",
+            err=True,
+        )
+        raise click.exceptions.Exit(1)
 
 
 COMMANDS = (tasks, task)

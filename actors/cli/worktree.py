@@ -62,15 +62,20 @@ def _pid_alive(pid: int) -> bool:
 
 @contextmanager
 def worktrees_session() -> Iterator[WorktreesHandle]:
-    """A ``Worktrees`` actor over the current repository's team, stopped afterwards."""
+    """A ``Worktrees`` actor over the current repository's team, stopped afterwards. A verified
+    task's command runs on a merge result with the team's sandbox, environment and timeout."""
+    from actors.settings import load_scoped_settings
     from actors.worktrees.actor import WorktreesHandle
+    from actors.worktrees.verify import Verifier
 
     with team_session() as team:
+        settings = load_scoped_settings(team.repo.settings_path, root=team.repo.root).settings
         handle = WorktreesHandle.start(
             team.repo.root,
             team.board,
             job_running=journal_job_probe(team.journal),
             lock_path=team.repo.team_dir / "worktrees.lock",  # git writes of other processes
+            verifier=Verifier.from_settings(settings),
         )
         try:
             yield handle
@@ -149,6 +154,8 @@ def _say(result: MergeResult) -> str:
         return f"{result.name}: already merged into {result.into}"
     if result.ok:
         how = "fast-forward" if result.fast_forward else ("squash" if result.squash else "merge")
+        if result.verified:
+            how += ", verified"
         return f"{result.name}: merged into {result.into} ({how}) at {(result.commit or '')[:12]}"
     if result.conflicts:
         return f"{result.name}: conflict in {', '.join(result.conflicts)}; nothing was changed"

@@ -40,12 +40,15 @@ if TYPE_CHECKING:
     from actors.board.state import TeamState
     from actors.runtime.process import Timer
     from harness.agent import Agent
+    from harness.goal import Goal
     from harness.loop import StepResult
     from mailboxes.messages import Envelope
 
 __all__ = [
+    "ClearGoal",
     "Lead",
     "LeadHost",
+    "SetGoal",
     "format_status",
     "is_status_notice",
     "team_at_work",
@@ -173,6 +176,19 @@ class Lead(AgentActor):
         status = format_status(notices, self.host.board.state)
         return "\n\n".join([status, *others])
 
+    def _change_goal(self, message: SetGoal | ClearGoal) -> None:
+        """Goals change in the actor's thread only, between two steps (the judge runs in it);
+        the judge exists from the lead's build (``actors.runtime.goal.TeamGoal.arm``)."""
+        judge = self.agent.goal
+        if judge is None:
+            return
+        if isinstance(message, ClearGoal):
+            judge.clear()
+            return
+        judge.set(message.goal)
+        if not self.in_turn and not self.start_turn(message.prompt):
+            self._settle()
+
     def _windowed(self) -> bool:
         return self.notify_window_s > 0 and self.timer is not None
 
@@ -193,6 +209,9 @@ class Lead(AgentActor):
             cancel()
 
     def on_other(self, message: Any) -> Any:
+        if isinstance(message, SetGoal | ClearGoal):
+            self._change_goal(message)
+            return None
         if isinstance(message, _WindowClosed):
             self._cancel_window = None
             self._window_closed = True
@@ -205,6 +224,17 @@ class Lead(AgentActor):
 
 class _WindowClosed:
     """Internal: the notification window of the lead ran out (held notices are looked at)."""
+
+
+class SetGoal:
+    """Arm the lead's goal (the console's ``/goal TEXT``); an idle lead starts working on it."""
+
+    def __init__(self, goal: Goal, prompt: str) -> None:
+        self.goal, self.prompt = goal, prompt
+
+
+class ClearGoal:
+    """Clear the lead's goal (the console's ``/goal clear``)."""
 
 
 def team_state_text(state: TeamState, *, lead: str = "lead", limit: int = 60) -> str:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from actors.board.board import Board
     from actors.board.state import TeamState
     from actors.runtime.background import Background
+    from actors.runtime.goal import TeamGoal
     from actors.runtime.permission_requests import HumanDesk, JournalDecisions, OnWait
     from actors.runtime.usage import UsageMeter
     from actors.services import TeamServices
@@ -305,7 +306,8 @@ class MemberBuilder:
     its model client (metered: every call's usage journaled), its policy (a teammate's ``ask`` permissions routed by a
     ``PermissionRouter``, the lead's to ``lead_approver``, or with a ``desk`` (a person reached
     through ``teamctl run``) to the human through a router of its own; every denial journaled),
-    its team tools over ``services``, the sandbox and the shared MCP servers."""
+    its team tools over ``services``, the sandbox and the shared MCP servers; the lead's goal
+    judge restored from the journal (``actors.runtime.goal.TeamGoal``)."""
 
     def __init__(
         self,
@@ -324,6 +326,7 @@ class MemberBuilder:
         fsync_transcripts: bool,
         usage: UsageMeter,
         desk: HumanDesk | None = None,
+        goal: TeamGoal | None = None,
     ) -> None:
         self._root = root
         self._settings = settings
@@ -339,12 +342,13 @@ class MemberBuilder:
         self._fsync = fsync_transcripts
         self._desk = desk
         self._usage = usage
+        self._goal = goal
 
     def build(self, plan: MemberPlan, *, resume: bool, on_permission_wait: OnWait) -> Agent:
         """``plan``'s agent (from its transcript when ``resume``); ``on_permission_wait`` is
         told when a teammate starts and stops waiting for a permission answer."""
         board = self._services.board
-        return build_agent(
+        agent = build_agent(
             plan,
             root=self._root,
             client=self._usage.client(plan.name, client_for(self._model, plan.name, plan.model)),
@@ -366,6 +370,9 @@ class MemberBuilder:
             fsync=self._fsync,
             mcp=self._background.mcp,
         )
+        if plan.kind == "lead" and self._goal is not None:
+            self._goal.arm(agent)  # the lead's stops are judged by its goal, if any
+        return agent
 
     def _approver(self, plan: MemberPlan, on_wait: OnWait) -> Approver | None:
         """Teammates route ``ask`` permissions (to a human or the lead, bounded wait); the

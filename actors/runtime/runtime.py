@@ -54,6 +54,7 @@ from actors.errors import TeamError, UnknownMember
 from actors.factory import Team, open_team, tidy_mailboxes
 from actors.runtime.background import Background
 from actors.runtime.changes import Changes
+from actors.runtime.goal import TeamGoal
 from actors.runtime.hosting import RUNTIME, MemberHosting
 from actors.runtime.members import (
     MemberBuilder,
@@ -91,6 +92,7 @@ if TYPE_CHECKING:
     from actors.board.state import TeamState
     from actors.jobs.scheduler import TimerFactory
     from actors.runtime.permission_requests import HumanDesk
+    from harness.goal import Goal
     from harness.hooks import HookRunner
     from harness.tools.base import Approver
     from mailboxes.fsutil import Fsync
@@ -133,6 +135,7 @@ class TeamRuntime:
         disk_timer: Timer = thread_timer,
         disk_grace_s: float | None = None,
         fsync: Fsync | None = None,
+        goal: Goal | None = None,
     ) -> None:
         self.team: Team = open_team(root, actor="runtime", fsync=fsync)
         try:
@@ -145,6 +148,7 @@ class TeamRuntime:
         self._join = join
         self._join_role = join_role
         self._fresh = fresh
+        self._goal = goal
         self._events = events_sink = EventSink(on_event)
         self._want_scheduler = scheduler and join is None
         self._want_jobs = jobs
@@ -170,6 +174,10 @@ class TeamRuntime:
             cron_clock=cron_clock,
             cron_timer=cron_timer,
         )
+        self.goal = TeamGoal(team.board, lead=lead, jobs_running=self._jobs_running)
+        """The lead's goal (docs/ARCHITECTURE.md, "Goals"): its records and its status."""
+        self.goal_pursued: Goal | None = None
+        """The goal this run pursues from its start (given, or carried on from the journal)."""
         self.hosting = MemberHosting(
             team,
             settings,
@@ -221,6 +229,7 @@ class TeamRuntime:
             fsync_transcripts=fsync_transcripts,
             usage=self.usage,
             desk=human,  # how a person answers asks (``teamctl run``)
+            goal=self.goal,
         )
         self.hosting.connect(builder, self.supervision)
         self.changes = Changes(
@@ -270,6 +279,10 @@ class TeamRuntime:
             raise TeamError("no team here: run `teamctl init` first")
         if self._fresh:
             state = retire_all(team, lead=self._lead)
+        if self._join is None:  # before the lead is built: its judge is restored from these
+            self.goal.load(team.journal)
+            self.goal_pursued = self.goal.start(self._goal, fresh=self._fresh)
+            state = team.board.refresh()
         self.supervision.start()
         leases: dict[str, ExitStack] = {}
         if self._join is not None:
@@ -350,6 +363,25 @@ class TeamRuntime:
             return self.mailbox.counts(name)[0]
         except MailboxesError:  # no inbox yet: nothing unread
             return 0
+
+    def _jobs_running(self, owner: str) -> int:
+        jobs = self.background.jobs
+        if jobs is None:
+            return 0
+        return sum(1 for j in jobs.list() if j.owner == owner and j.status == "running")
+
+    def set_goal(self, goal: Goal) -> None:
+        """Arm the lead's goal through its actor (``/goal TEXT``); an idle lead starts on it."""
+        from actors.runtime.goal import goal_prompt
+        from actors.runtime.lead import SetGoal
+
+        self.hosting.tell(self._lead, SetGoal(goal, goal_prompt(goal)))
+
+    def clear_goal(self) -> None:
+        """Clear the lead's goal through its actor (``/goal clear``)."""
+        from actors.runtime.lead import ClearGoal
+
+        self.hosting.tell(self._lead, ClearGoal())
 
     def submit(self, text: str) -> None:
         """User input for the lead (starts a turn, or joins the running one)."""

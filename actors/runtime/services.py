@@ -250,9 +250,15 @@ class TaskWorktrees:
         """Start the Worktrees actor and (``reconcile``) report drift; a failure is logged
         (tasks bound to worktrees then run in the checkout)."""
         from actors.worktrees.actor import WorktreesHandle
+        from actors.worktrees.verify import Verifier
 
         try:
-            self._handle = WorktreesHandle.start(self._root, self._board, lock_path=self._lock_path)
+            self._handle = WorktreesHandle.start(
+                self._root,
+                self._board,
+                lock_path=self._lock_path,
+                verifier=Verifier.from_settings(self._settings),
+            )
             for drift in self._handle.reconcile().drifts if reconcile else ():
                 log.warning("worktree drift: %s", drift)
         except Exception:

@@ -274,7 +274,17 @@ class Teammate(AgentActor):
                 self.worktree_name = task.worktree
                 confined = confine_journaled(self._policy, path, self.agent.root)
                 self.agent.relocate(path, path, confined)
+        self._limit_tools(task)
         self._sync_mode(task)
+
+    def _limit_tools(self, task: Task | None) -> None:
+        """A workflow step's tool set around the current policy (``actors.workflows.tools``)."""
+        from actors.workflows.tools import StepTools
+
+        current = self.agent.executor.policy
+        policy = StepTools.around(current, task)
+        if policy is not current:
+            self.agent.relocate(self.agent.tool_context.root, self.agent.cwd, policy)
 
     def _leave_worktree(self) -> None:
         name, self.worktree_name = self.worktree_name, None
@@ -285,6 +295,7 @@ class Teammate(AgentActor):
     def _drop_task(self) -> None:
         self.task_id = self.epoch = None
         self._leave_worktree()
+        self._limit_tools(None)
         self._sync_mode(None)
 
     def _sync_mode(self, task: Task | None) -> None:
@@ -467,7 +478,9 @@ class Teammate(AgentActor):
             body["note"] = f"{self.name} still holds {held.id}, in progress (not completed)."
         # Sent once it has looked for its next task (``_notify``): the lead reading it then sees
         # this teammate at work again if there was more to do, and is not woken for nothing.
-        self._notice = body
+        # A completed workflow step is not news for the lead: its workflow run takes the result.
+        if not (status == "completed" and _workflow_step(self.host.board.state, task_id)):
+            self._notice = body
         if held is None and task_id is not None:
             self._drop_task()
         return None
@@ -652,6 +665,12 @@ class Teammate(AgentActor):
                 self.host.member_done(self.name, "idle_timeout")
             return None
         return super().on_other(message)
+
+
+def _workflow_step(state: Any, task_id: str | None) -> bool:
+    """``task_id`` is a step of a workflow run (docs/ARCHITECTURE.md, "Workflows")."""
+    task = state.tasks.get(task_id) if task_id is not None else None
+    return task is not None and "workflow" in task.metadata
 
 
 class _IdleExpired:

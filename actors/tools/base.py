@@ -136,6 +136,8 @@ def task_detail(task: Task, state: TeamState) -> dict[str, Any]:
     }
     if task.summary:
         detail["summary"] = task.summary
+    if task.verify is not None:
+        detail["verify"] = task.verify  # complete_task runs it; it must exit 0
     if task.plan.required:
         detail["plan"] = {
             "status": task.plan.status,

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from actors.board.protocols import decide_permission
@@ -208,6 +210,15 @@ class CreateTaskInput(Input):
     )
     plan_required: bool = Field(False, description="Whoever claims it must get a plan approved.")
     role: str | None = Field(None, description="Only teammates of this role may claim it.")
+    verify: str | None = Field(
+        None,
+        min_length=1,
+        description=(
+            "A shell command that must exit 0 before the task may be completed (run in its "
+            "worktree or the checkout), and again on the merge result before merge_worktree "
+            "lands it; e.g. 'pytest -q tests/test_cart.py'."
+        ),
+    )
 
 
 class CreateTaskTool(TeamTool[CreateTaskInput]):
@@ -238,8 +249,12 @@ class CreateTaskTool(TeamTool[CreateTaskInput]):
             blocked_by=args.blocked_by,
             plan_required=args.plan_required,
             role=args.role,
+            verify=args.verify,
         )
-        return ToolOutput(f"Created {task.id} ({task_state(task, board.state)}): {task.subject}")
+        text = f"Created {task.id} ({task_state(task, board.state)}): {task.subject}"
+        if task.verify is not None:
+            text += f"\nIt can be completed only once `{task.verify}` exits 0."
+        return ToolOutput(text)
 
 
 class UpdateTaskInput(Input):
@@ -337,3 +352,43 @@ class CancelCronTool(TeamTool[CancelCronInput]):
     def call(self, args: CancelCronInput, ctx: ToolContext) -> ToolOutput:
         self.services.cancel_cron(args.cron_id, by=self.agent)
         return ToolOutput(f"Cancelled cron {args.cron_id}.")
+
+
+# --- workflows -----------------------------------------------------------------------------------
+
+
+class WorkflowInput(Input):
+    name: str | None = Field(
+        None, description="The workflow to run (`.team/workflows/<name>.py` or a packaged one)."
+    )
+    args: Any = Field(None, description="The workflow's args (any JSON value).")
+    resume_from_run_id: str | None = Field(
+        None, description="Resume this run instead: recorded steps are not done again."
+    )
+
+
+class WorkflowTool(TeamTool[WorkflowInput]):
+    name = "workflow"
+    description = (
+        "Run a saved workflow (a script whose steps become tasks your teammates work) and wait "
+        "for its JSON result; or resume a run that did not finish. You never send code: name "
+        "a workflow of the project (`teamctl workflow list` shows them)."
+    )
+    input_model = WorkflowInput
+
+    def call(self, args: WorkflowInput, ctx: ToolContext) -> ToolOutput:
+        from actors.workflows.engine import WorkflowEngine
+
+        engine = WorkflowEngine(self.services, actor=self.agent)
+        if args.resume_from_run_id is not None:
+            outcome = engine.resume(args.resume_from_run_id)
+        elif args.name is not None:
+            outcome = engine.start(args.name, args.args)
+        else:
+            raise ToolError("give the workflow's name, or resume_from_run_id")
+        for worker in outcome.spawned:  # the run's own workers: asked to leave
+            self.services.request_shutdown(worker, by=self.agent)
+        text = as_json(outcome.as_json())
+        if outcome.status != "completed":
+            return ToolOutput(text, is_error=True)
+        return ToolOutput(text)

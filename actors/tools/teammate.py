@@ -10,6 +10,12 @@ Completing a task bound to a worktree first commits whatever the teammate left u
 on ``wt/<name>`` (through the Worktrees actor, with a message naming the task), then journals
 ``task.completed``, then unlocks the worktree: the branch the lead merges holds all the work.
 
+Verified tasks (docs/ARCHITECTURE.md, "Verified tasks"): a task with a ``verify`` command is
+completed only once that command exits 0, run first (before the TaskCompleted hook) in the task's
+worktree, or the main checkout when it has none, with the agent's sandbox and command
+environment. Each run is journaled (``task.verified``); a failure is a tool error showing the
+command's capped output, so the teammate's turn goes on and it can fix the work.
+
 Terminal tools (``Tool.ends_turn``, docs/ARCHITECTURE.md "Fewer model calls"): ``complete_task``,
 ``release_task`` and ``submit_plan`` leave the model nothing to say, so a batch that ends with one
 of them (and in which nothing failed) ends the teammate's turn without another model call; the
@@ -29,6 +35,8 @@ from actors.protocols import submit_plan
 from actors.tools.base import Input, TeamTool, as_json, task_detail
 from actors.tools.hooks import run_task_completed_hook
 from actors.worktrees.messages import completion_message
+from actors.worktrees.verify import Verifier
+from harness.shell.sandbox import SANDBOX_KEY, Sandbox
 from harness.tools.base import ToolContext, ToolError, ToolOutput
 
 log = logging.getLogger(__name__)
@@ -78,8 +86,9 @@ class CompleteTaskTool(TeamTool[CompleteTaskInput]):
     name = "complete_task"
     description = (
         "Mark the task you hold as completed, with a summary of the outcome (the lead reads it). "
-        "Call it last: it ends your turn. A TaskCompleted hook may refuse with feedback: address "
-        "it and retry."
+        "Call it last: it ends your turn. A task with a verify command is completed only once "
+        "that command exits 0 (you see its output otherwise), and a TaskCompleted hook may "
+        "refuse with feedback: address it and retry."
     )
     input_model = CompleteTaskInput
     ends_turn = True
@@ -87,6 +96,10 @@ class CompleteTaskTool(TeamTool[CompleteTaskInput]):
 
     def call(self, args: CompleteTaskInput, ctx: ToolContext) -> ToolOutput:
         task = _held(self, args.task_id)
+        if task.verify is not None:
+            refused = self._verify(task, task.verify, ctx)
+            if refused is not None:
+                return refused
         feedback = run_task_completed_hook(
             self.seat.hooks, self.agent, task, args.summary, cwd=ctx.cwd, ctx=ctx
         )
@@ -115,6 +128,34 @@ class CompleteTaskTool(TeamTool[CompleteTaskInput]):
             except Exception as exc:  # bookkeeping only: the completion stands
                 log.warning("worktree %s: unlock failed: %s", task.worktree, exc)
         return ToolOutput(text)
+
+    def _verify(self, task: Task, command: str, ctx: ToolContext) -> ToolOutput | None:
+        """Run ``command`` where the task's work is and journal the run; the refusal when it
+        failed (None: it passed)."""
+        worktrees, where = self.services.worktrees, task.worktree
+        if worktrees is not None and where is not None:
+            cwd = worktrees.path(where)
+        else:
+            cwd, where = self.services.repo_root, None  # no Worktrees actor: work is here
+        if not cwd.is_dir():
+            raise ToolError(f"cannot verify {task.id}: {cwd} does not exist")
+        sandbox = ctx.extra.get(SANDBOX_KEY)
+        verifier = Verifier(timeout_s=self.services.settings.team.verify_timeout_s)
+        outcome = verifier.run(
+            command,
+            cwd=cwd,
+            sandbox=sandbox if isinstance(sandbox, Sandbox) else None,
+            env=ctx.command_env().environment(),
+        )
+        self.services.board.record_verification(outcome.event(task.id, "complete", worktree=where))
+        if outcome.passed:
+            return None
+        return ToolOutput(
+            f"Completion of {task.id} refused: its {outcome.report()}\n"
+            "The task is still yours: fix the work until the command passes, then call "
+            "complete_task again.",
+            is_error=True,
+        )
 
 
 class ReleaseTaskInput(Input):

@@ -40,6 +40,7 @@ from actors.tools.lead import (
     ScheduleCronTool,
     SpawnTeammateTool,
     UpdateTaskTool,
+    WorkflowTool,
 )
 from actors.tools.teammate import ClaimTaskTool, CompleteTaskTool, ReleaseTaskTool, SubmitPlanTool
 from actors.tools.worktree import CreateWorktreeTool, MergeWorktreeTool, WorktreeOps, worktree_tools
@@ -78,6 +79,7 @@ _LEAD = (
     ScheduleCronTool,
     ListCronsTool,
     CancelCronTool,
+    WorkflowTool,
 )
 _TEAMMATE = (
     ListTasksTool,

@@ -76,7 +76,8 @@ class MergeWorktreeTool(Tool[MergeWorktreeInput]):
         "Merge the branch of a worktree whose task is completed into the main checkout's "
         "branch (fast-forward when possible, else a merge commit; squash=true for one commit). "
         "On a conflict nothing is changed and the conflicting files are listed: create a "
-        "follow-up task to resolve them."
+        "follow-up task to resolve them. A task with a verify command is merged only if the "
+        "command passes on the merge result (its output is shown otherwise)."
     )
     input_model: ClassVar[type[BaseModel]] = MergeWorktreeInput
 
@@ -104,6 +105,8 @@ def merge_output(result: MergeResult) -> ToolOutput:
         return ToolOutput(f"{result.name} is already merged into {result.into}; nothing to do.")
     if result.ok:
         how = "fast-forward" if result.fast_forward else ("squash" if result.squash else "merge")
+        if result.verified:
+            how += " (its verify command passed on the merge result)"
         return ToolOutput(
             f"Merged {result.name} ({result.task_id}) into {result.into} by {how}; "
             f"{result.into} is now at {(result.commit or '')[:12]}."

@@ -53,6 +53,7 @@ from actors.worktrees.messages import (
     WorktreeView,
 )
 from actors.worktrees.reconcile import reconcile
+from actors.worktrees.verify import VERIFY_TIMEOUT_S, Verifier
 from mailboxes.events import EventDraft, WorktreeBound, WorktreeCreated, WorktreeRemoved, draft
 from teamctl_base.crashpoints import crash_point
 
@@ -101,9 +102,11 @@ class Worktrees(pykka.ThreadingActor):
         fault: Fault = fault_from_env,
         git: Git | None = None,
         lock_path: Path | None = None,
+        verifier: Verifier | None = None,
     ) -> None:
         super().__init__()
         self._lock_path = lock_path
+        self._verifier = verifier or Verifier()
         self._git = git or Git(root)
         self._root = self._git.root
         self._board = board
@@ -262,7 +265,10 @@ class Worktrees(pykka.ThreadingActor):
         record = state.worktrees.get(name)
         if record is None or record.removed:
             raise WorktreeError(f"no worktree named {name!r}")
-        return merge_one(self._git, self._board, state, record, self._path(name), squash=squash)
+        path = self._path(name)
+        return merge_one(
+            self._git, self._board, state, record, path, squash=squash, verifier=self._verifier
+        )
 
     def _merge_all(self, squash: bool) -> tuple[MergeResult, ...]:
         state = self._board.refresh()
@@ -373,15 +379,26 @@ class WorktreesHandle:
     - on start: ``reconcile()`` and report its drifts.
     """
 
-    def __init__(self, ref: pykka.ActorRef[Worktrees], root: Path, *, timeout_s: float = 120.0):
+    def __init__(
+        self,
+        ref: pykka.ActorRef[Worktrees],
+        root: Path,
+        *,
+        timeout_s: float = 120.0,
+        verify_timeout_s: float = VERIFY_TIMEOUT_S,
+    ):
         self.ref = ref
         self.root = Path(os.path.realpath(root))
         self.timeout_s = timeout_s
+        self.verify_timeout_s = verify_timeout_s
+        """Added to the wait for a merge: a verified task's command runs inside it."""
 
     @classmethod
     def start(cls, root: Path, board: Board, **kwargs: Any) -> WorktreesHandle:
         """Start a ``Worktrees`` actor (keyword arguments as for ``Worktrees``)."""
-        return cls(Worktrees.start(root, board, **kwargs), root)
+        verifier = kwargs.get("verifier") or Verifier()
+        ref = Worktrees.start(root, board, **kwargs)
+        return cls(ref, root, verify_timeout_s=verifier.timeout_s)
 
     def path(self, name: str) -> Path:
         """Where worktree ``name`` lives (whether or not it exists)."""
@@ -395,10 +412,16 @@ class WorktreesHandle:
         return self.create(task_id, task_id, base)
 
     def merge(self, name: str, *, squash: bool = False) -> MergeResult:
-        return self._ask_for(MergeResult, MergeWorktree(name=name, squash=squash))
+        answer = self._ask(MergeWorktree(name=name, squash=squash), self._merge_timeout())
+        if not isinstance(answer, MergeResult):
+            raise TypeError(f"MergeWorktree answered {type(answer).__name__}")
+        return answer
 
     def merge_all(self, *, squash: bool = False) -> tuple[MergeResult, ...]:
-        return tuple(self._ask(MergeAll(squash=squash)))
+        return tuple(self._ask(MergeAll(squash=squash), self._merge_timeout()))
+
+    def _merge_timeout(self) -> float:
+        return self.timeout_s + self.verify_timeout_s
 
     def remove(self, name: str, *, force: bool = False, delete_branch: bool = False) -> Removed:
         msg = RemoveWorktree(name=name, force=force, delete_branch=delete_branch)
@@ -424,8 +447,8 @@ class WorktreesHandle:
         """Stop the actor (idempotent)."""
         self.ref.stop(block=True, timeout=self.timeout_s)
 
-    def _ask(self, message: object) -> Any:
-        return self.ref.ask(message, timeout=self.timeout_s)
+    def _ask(self, message: object, timeout_s: float | None = None) -> Any:
+        return self.ref.ask(message, timeout=timeout_s or self.timeout_s)
 
     def _ask_for(self, reply: type[R], message: object) -> R:
         """The actor's answer to ``message``, which is a ``reply`` (``TypeError`` otherwise)."""

@@ -136,6 +136,9 @@ class MergeResult:
     conflicts: tuple[str, ...] = ()
     reason: str = ""
     task_id: str | None = None
+    verified: bool | None = None
+    """The task's ``verify`` command on the merge result: passed, failed (``reason`` has its
+    output), or None when the task has none or it did not run."""
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ CONTRACT_TYPES = {
     "task.released",
     "task.completed",
     "task.deleted",
+    "task.verified",
     "plan.requested",
     "plan.submitted",
     "plan.reviewed",
@@ -38,6 +39,15 @@ CONTRACT_TYPES = {
     "journal.tail_repaired",
     "inbox.acknowledged",
     "usage.recorded",
+    "workflow.started",
+    "workflow.resumed",
+    "workflow.step_completed",
+    "workflow.phase",
+    "workflow.log",
+    "workflow.finished",
+    "goal.set",
+    "goal.evaluated",
+    "goal.cleared",
 }
 
 

@@ -1,0 +1,418 @@
+"""A workflow run on the team (docs/ARCHITECTURE.md, "Workflows").
+
+``WorkflowEngine.start(name, args)`` loads the file, journals ``workflow.started`` and runs
+``run(ctx, args)`` on an asyncio loop in the calling thread; ``resume(run_id)`` runs the same
+script again with the run's args, the recorded step results answering every unchanged step.
+
+Each ``agent()`` step that has to run becomes a task on the board (``BoardSteps``): created
+through ``Board.create`` under the op_id ``wf:<run>:<key>:task<attempt>`` (a resume finds the
+task it created before the crash instead of adding one), with ``metadata["workflow"]`` naming
+the run, workflow, phase, label, step key, schema and tool set. Idle teammates claim it like any
+task; with no teammate on the team when the run starts, the run spawns workers (``wf-<n>``) up
+to ``team.max_teammates``. The step's result is the completing teammate's ``complete_task``
+summary (for a ``schema`` step, the JSON text of the result). The engine learns of completions
+from the journal: a ``FileWatcher`` on ``.team/journal.jsonl`` wakes the loop, which reads the
+board again (the rescan tick covers a dropped hint).
+
+The engine needs the team running (teammates hosted somewhere): ``teamctl workflow`` starts a
+``TeamRuntime`` around it, the lead's ``workflow`` tool runs it inside the lead's runtime.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from actors.board.board import acting_as
+from actors.errors import DuplicateMember, TeamError
+from actors.services import TeammateSpec
+from actors.workflows.context import (
+    Progress,
+    RunBudget,
+    StepOutcome,
+    StepSpec,
+    WorkflowContext,
+)
+from actors.workflows.loader import Workflow, WorkflowError, find_workflow, load_workflow
+from actors.workflows.record import Recorder, RunRecord, fold_runs
+from teamctl_base.clock import new_id
+
+if TYPE_CHECKING:
+    from actors.board.state import Task
+    from actors.services import TeamServices
+
+WORKER_PREFIX = "wf-"
+"""Names of the workers a run spawns when the team has no teammate."""
+WORKER_PROMPT = (
+    "You are a workflow worker. You claim workflow step tasks from the board; do what each "
+    "task says with the tools it allows, then call complete_task with the task id and your "
+    "answer as the summary (exactly the JSON asked for when the task gives a schema)."
+)
+
+Abort = Callable[[], str | None]
+"""Why the run must stop now (a member failed for good, a cap reached), or None."""
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """How a run (or a resume) ended."""
+
+    run_id: str
+    status: str
+    """``completed`` or ``failed``."""
+    result: Any = None
+    error: str | None = None
+    file_changed: bool = False
+    cached: int = 0
+    """Steps answered from the journal (a resume)."""
+    spawned: tuple[str, ...] = ()
+    """Workers this run spawned (the caller retires them)."""
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "run_id": self.run_id,
+            "status": self.status,
+            "result": self.result,
+        }
+        if self.error is not None:
+            out["error"] = self.error
+        if self.file_changed:
+            out["file_changed"] = True
+        return out
+
+
+def read_runs(repo_root: Path) -> dict[str, RunRecord]:
+    """Every workflow run of the journal (read without locking)."""
+    from mailboxes.journal.store import FileJournal
+
+    journal = FileJournal(repo_root / ".team", read_only=True)
+    try:
+        return fold_runs(journal.read_from(1))
+    finally:
+        journal.close()
+
+
+def step_description(workflow: str, spec: StepSpec, note: str | None) -> str:
+    """The task description a worker reads: the prompt, the tools it may use, how to answer."""
+    lines = [spec.prompt.strip(), ""]
+    if spec.tools == "none":
+        lines.append("Tools: none: answer from the prompt alone; do not read or change anything.")
+    elif spec.tools == "read-only":
+        lines.append("Tools: read-only: you may read and search; you cannot change anything.")
+    elif isinstance(spec.tools, tuple):
+        lines.append(f"Tools: only {', '.join(spec.tools)} (and the task tools).")
+    lines.append(
+        "Answer: call complete_task with this task's id; its summary is the step's result, "
+        f"returned to the workflow {workflow!r}."
+    )
+    if spec.schema is not None:
+        schema = json.dumps(spec.schema, sort_keys=True)
+        lines.append(
+            "The summary must be exactly one JSON value (no prose, no code fence) valid against "
+            f"this JSON Schema: {schema}"
+        )
+    if note:
+        lines.append(f"Your previous answer was rejected: {note}. Answer again.")
+    return "\n".join(lines)
+
+
+class _Waker:
+    """Wakes the run's loop when the journal changes (any process's append)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, journal_path: Path) -> None:
+        from mailboxes.watch import FileWatcher
+
+        self._loop = loop
+        self._event = asyncio.Event()
+        self._watcher = FileWatcher([journal_path], self._hint, rescan_s=1.0)
+
+    def start(self) -> None:
+        self._watcher.start()
+
+    def stop(self) -> None:
+        self._watcher.stop()
+
+    def _hint(self, _paths: set[Path]) -> None:
+        self._loop.call_soon_threadsafe(self.pulse)
+
+    def pulse(self) -> None:
+        old, self._event = self._event, asyncio.Event()
+        old.set()
+
+    async def wait(self) -> None:
+        """Until the next hint (at most a second: the rescan tick's bound)."""
+        event = self._event
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), timeout=1.0)
+
+
+@dataclass
+class BoardSteps:
+    """Runs steps as tasks on the board (the engine's ``StepRunner``)."""
+
+    services: TeamServices
+    run_id: str
+    workflow: str
+    actor: str
+    spawn_workers: bool
+    waker: _Waker
+    abort: Abort | None = None
+    spawned: list[str] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    async def run(self, spec: StepSpec, *, attempt: int, note: str | None) -> StepOutcome:
+        board = self.services.board
+        name = spec.label or spec.prompt.strip().splitlines()[0]
+        subject = f"[{self.workflow}] {name}"[:200]
+        meta = {
+            "workflow": {
+                "run_id": self.run_id,
+                "name": self.workflow,
+                "scope": spec.workflow,
+                "phase": spec.phase,
+                "label": spec.label,
+                "key": spec.key,
+                "schema": dict(spec.schema) if spec.schema is not None else None,
+                "tools": list(spec.tools) if isinstance(spec.tools, tuple) else spec.tools,
+                "attempt": attempt,
+            }
+        }
+        with acting_as(self.actor):
+            task = board.create(
+                subject,
+                step_description(self.workflow, spec, note),
+                metadata=meta,
+                role=spec.role,
+                op_id=f"wf:{self.run_id}:{spec.key}:task{attempt}",
+            )
+        if spec.worktree and task.status == "pending" and task.owner is None:
+            self._bind_worktree(task)
+        self._staff(spec.role)
+        done = await self._finished(task.id)
+        return StepOutcome(done.summary or "", done.id)
+
+    def _bind_worktree(self, task: Task) -> None:
+        """``worktree=True``: a worktree bound to the step's task, made while it is still
+        unclaimed; if a teammate was faster the step runs in the checkout."""
+        worktrees = self.services.worktrees
+        if worktrees is None or self.services.settings.team.worktree_per_task:
+            return  # none run here, or the claiming teammate makes one
+        with contextlib.suppress(TeamError):
+            worktrees.create_for_task(task.id)
+
+    def _staff(self, role: str | None) -> None:
+        """With ``spawn_workers``: one more worker while open steps outnumber them."""
+        if not self.spawn_workers:
+            return
+        with self._lock:
+            state = self.services.board.refresh()
+            open_steps = [
+                t
+                for t in state.tasks.values()
+                if t.status in ("pending", "in_progress")
+                and (t.metadata.get("workflow") or {}).get("run_id") == self.run_id
+            ]
+            live = [
+                m for m in state.members.values() if m.kind == "agent" and m.status != "stopped"
+            ]
+            mine = [m for m in live if m.name in self.spawned]
+            limit = self.services.settings.team.max_teammates
+            if len(mine) >= len(open_steps) or len(live) - 1 >= limit:
+                return
+            n = 1
+            while f"{WORKER_PREFIX}{n}" in state.members and (
+                state.members[f"{WORKER_PREFIX}{n}"].status != "stopped"
+            ):
+                n += 1
+            name = f"{WORKER_PREFIX}{n}"
+            try:
+                self.services.spawn_teammate(
+                    TeammateSpec(name=name, role=role or "general", prompt=WORKER_PROMPT),
+                    by=self.actor,
+                )
+            except DuplicateMember:
+                return
+            self.spawned.append(name)
+
+    async def _finished(self, task_id: str) -> Task:
+        board = self.services.board
+        while True:
+            task = board.refresh().task(task_id)
+            if task.status == "completed":
+                return task
+            if task.status == "deleted":
+                raise WorkflowError(f"the task {task_id} of a step was deleted")
+            why = self.abort() if self.abort is not None else None
+            if why:
+                raise WorkflowError(why)
+            await self.waker.wait()
+
+
+class WorkflowEngine:
+    """Starts and resumes workflow runs on a running team (``services``)."""
+
+    def __init__(
+        self,
+        services: TeamServices,
+        *,
+        actor: str = "cli",
+        progress: Progress | None = None,
+        abort: Abort | None = None,
+    ) -> None:
+        self.services = services
+        self.actor = actor
+        self.progress = progress
+        self.abort = abort
+
+    @property
+    def root(self) -> Path:
+        return self.services.repo_root
+
+    def load(self, name: str) -> Workflow:
+        return load_workflow(find_workflow(self.root, name))
+
+    def start(self, name: str, args: Any = None) -> RunOutcome:
+        """Run workflow ``name`` (a ``WorkflowError`` for a bad file, before anything runs)."""
+        workflow = self.load(name)
+        run_id = f"wf_{new_id()[:12]}"
+        recorder = Recorder(self.services.board, run_id, self.actor)
+        with acting_as(self.actor):
+            recorder.started(workflow.name, args, str(workflow.path), workflow.sha256)
+        return self._drive(workflow, run_id, args, recorded={}, recorder=recorder)
+
+    def resume(self, run_id: str) -> RunOutcome:
+        """Run ``run_id`` again: recorded steps answer from the journal, the rest run."""
+        run = read_runs(self.root).get(run_id)
+        if run is None:
+            raise WorkflowError(f"no workflow run {run_id!r} (`teamctl workflow runs` lists them)")
+        if run.status == "completed":
+            raise WorkflowError(f"workflow run {run_id} already completed: nothing to resume")
+        path = Path(run.file)
+        workflow = load_workflow(path) if path.is_file() else self.load(run.name)
+        changed = workflow.sha256 != run.file_sha256
+        recorder = Recorder(self.services.board, run_id, self.actor)
+        with acting_as(self.actor):
+            recorder.resumed(workflow.sha256, changed)
+        if changed and self.progress is not None:
+            self.progress(
+                f"the workflow file {workflow.path} changed since the run started: "
+                "changed steps run again"
+            )
+        outcome = self._drive(workflow, run_id, run.args, recorded=run.steps, recorder=recorder)
+        return RunOutcome(
+            outcome.run_id,
+            outcome.status,
+            outcome.result,
+            outcome.error,
+            changed,
+            outcome.cached,
+            outcome.spawned,
+        )
+
+    def _drive(
+        self,
+        workflow: Workflow,
+        run_id: str,
+        args: Any,
+        *,
+        recorded: Mapping[str, Any],
+        recorder: Recorder,
+    ) -> RunOutcome:
+        return asyncio.run(self._main(workflow, run_id, args, recorded, recorder))
+
+    async def _main(
+        self,
+        workflow: Workflow,
+        run_id: str,
+        args: Any,
+        recorded: Mapping[str, Any],
+        recorder: Recorder,
+    ) -> RunOutcome:
+        state = self.services.board.refresh()
+        teammates = [
+            m
+            for m in state.members.values()
+            if m.kind == "agent" and m.status != "stopped" and m.role != "lead"
+        ]
+        waker = _Waker(asyncio.get_running_loop(), self.root / ".team" / "journal.jsonl")
+        steps = BoardSteps(
+            self.services,
+            run_id,
+            workflow.name,
+            self.actor,
+            spawn_workers=not teammates,
+            waker=waker,
+            abort=self.abort,
+        )
+
+        class Journal:
+            def step(
+                self,
+                key: str,
+                result: Any,
+                *,
+                label: str | None,
+                phase: str | None,
+                task_id: str | None,
+            ) -> None:
+                with acting_as(recorder.actor):
+                    recorder.step(key, result, label=label, phase=phase, task_id=task_id)
+
+            def phase(self, title: str) -> None:
+                with acting_as(recorder.actor):
+                    recorder.phase(title)
+
+            def log(self, text: str) -> None:
+                with acting_as(recorder.actor):
+                    recorder.log(text)
+
+        ctx = WorkflowContext(
+            run_id=run_id,
+            args=args,
+            runner=steps,
+            journal=Journal(),
+            recorded=recorded,
+            budget=RunBudget(self.services.settings.team.max_workflow_steps),
+            load=self.load,
+            progress=self.progress,
+            scope=workflow.name,
+        )
+        waker.start()
+        why: str | None = None
+        result: Any = None
+        try:
+            result = await workflow.run(ctx, args)
+            json.dumps(result)  # the result is recorded in the journal
+        except TeamError as exc:  # WorkflowError included: already one clear line
+            why = str(exc)
+        except Exception as exc:  # the script's own error: where it happened
+            why = _with_line(workflow, exc, f"run() raised {type(exc).__name__}: {exc}")
+        finally:
+            waker.stop()
+        if why is not None:
+            return self._fail(recorder, run_id, why, ctx.cached, steps.spawned)
+        with acting_as(self.actor):
+            recorder.finished("completed", result=result)
+        return RunOutcome(
+            run_id, "completed", result, cached=ctx.cached, spawned=tuple(steps.spawned)
+        )
+
+    def _fail(
+        self, recorder: Recorder, run_id: str, why: str, cached: int, spawned: list[str]
+    ) -> RunOutcome:
+        with acting_as(self.actor):
+            recorder.finished("failed", error=why)
+        return RunOutcome(run_id, "failed", None, why, cached=cached, spawned=tuple(spawned))
+
+
+def _with_line(workflow: Workflow, exc: BaseException, why: str) -> str:
+    from actors.workflows.loader import where
+
+    place = where(workflow.path, exc)
+    return f"{place}: {why}"
