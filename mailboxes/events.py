@@ -374,9 +374,33 @@ class WorkflowStepCompleted(Payload):
     run_id: str
     key: str
     label: str | None = None
+    name: str = ""
+    """How progress names the step: its label, or the first line of its prompt."""
     phase: str | None = None
     task_id: str | None = None
     result: Any = None
+
+
+class WorkflowStepStarted(Payload):
+    """An ``agent()`` step put on the board as ``task_id`` (``attempt`` 1: the schema retry)."""
+
+    TYPE = "workflow.step_started"
+    run_id: str
+    key: str
+    name: str = ""
+    phase: str | None = None
+    task_id: str | None = None
+    attempt: int = 0
+
+
+class WorkflowStepCached(Payload):
+    """A resumed run's step answered from its recorded result (no task, no model call)."""
+
+    TYPE = "workflow.step_cached"
+    run_id: str
+    key: str
+    name: str = ""
+    phase: str | None = None
 
 
 class WorkflowPhase(Payload):

@@ -265,6 +265,11 @@ def _text_line(event: Mapping[str, Any]) -> str | None:
         return "[team] resumed " + ", ".join(_resumed_text(m) for m in event["members"])
     if kind == "team_event" and str(event.get("event", "")).startswith("goal."):
         return _goal_line(event)
+    if kind == "team_event" and str(event.get("event", "")).startswith("workflow."):
+        from actors.workflows.record import progress_line  # phases, steps, log lines
+
+        line = progress_line(str(event["event"]), event.get("data") or {})
+        return None if line is None else f"[{event.get('actor', '')}] {one_line(line, 500)}"
     return None
 
 
@@ -282,7 +287,7 @@ def _goal_line(event: Mapping[str, Any]) -> str:
         return f"[{who}] goal set: {what}"
     if kind == "goal.cleared":
         return f"[{who}] goal cleared"
-    reason = one_line(str(data.get("reason", "")))[:300]
+    reason = one_line(str(data.get("reason", "")), 300)
     if data.get("state") == "active":
         return f"[{who}] goal not met yet (blocked stop {data.get('blocks')}): {reason}"
     return f"[{who}] goal {data.get('state')}: {reason}"
@@ -559,12 +564,12 @@ def _report(printer: _Printer, output_format: str, summary: Mapping[str, Any]) -
     subtype = summary.get("subtype")
     if subtype in ("error_goal_impossible", "error_goal_evaluator", "error_goal_unmet"):
         goal = summary.get("goal") or {}
-        reason = one_line(str(goal.get("last_reason") or "the goal was never judged met"))
+        reason = one_line(str(goal.get("last_reason") or "the goal was never judged met"), 400)
         if goal.get("state") == "active":
             reason = f"goal not met yet: {reason}"
         tail = "`teamctl resume` goes on with the goal" if code == EXIT_UNFINISHED else ""
         tail = tail or "`teamctl resume` continues the team; the goal stays over"
-        click.echo(f"error: {safe(reason[:500])} — the team is paused; {tail}", err=True)
+        click.echo(f"error: {reason} — the team is paused; {tail}", err=True)
     if output_format == "stream-json":
         printer(summary)
         return code

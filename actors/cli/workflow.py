@@ -96,7 +96,7 @@ def _hosted(script: Path | None, model: str | None, work: Any) -> RunOutcome:
 
     source = _model_source(script)
     settings = _settings(model)
-    rt = TeamRuntime(model=source, settings=settings)
+    rt = TeamRuntime(model=source, settings=settings, resume_workflows=False)
     try:
         rt.start()
 

@@ -4,7 +4,8 @@ On a terminal the live view redraws one panel in place; to a pipe or a file a re
 would repeat the whole team on every change. ``change_lines(before, after)`` says instead what
 changed, one plain line each (``HH:MM:SS task_3 ready -> in progress (alice): subject``): members
 joining or changing state, tasks added, moving column, changing owner or subject, questions
-waiting for an answer and answered, jobs, cron jobs, worktrees, unread counts. The first snapshot
+waiting for an answer and answered, jobs, cron jobs, worktrees, unread counts, and the progress of
+workflow runs (phase changes, steps started, done or cached, log lines). The first snapshot
 (``before`` is None) is told as a list of what is there. Agent text is escaped and cut
 (``teamctl_base.text``); ids are never cut.
 """
@@ -155,6 +156,23 @@ def _worktrees(before: Snapshot | None, after: Snapshot) -> Iterator[str]:
             yield f"worktree {safe(key)} removed"
 
 
+def _workflows(before: Snapshot | None, after: Snapshot) -> Iterator[str]:
+    old = _by(before.workflows if before else (), lambda w: w.run_id)
+    for w in after.workflows:
+        was = old.get(w.run_id)
+        if before is None:  # what is there: where each run is, not its history
+            phase = f", phase {one_line(w.phase, LINE_CHARS)}" if w.phase else ""
+            yield (
+                f"workflow {safe(w.run_id)} ({one_line(w.name, LINE_CHARS)}) {w.status}: "
+                f"{w.done} steps done, {w.running} running{phase}"
+            )
+            continue
+        seen = max((seq for seq, _ in was.progress), default=0) if was is not None else 0
+        for seq, line in w.progress:
+            if seq > seen:
+                yield one_line(line, 2 * LINE_CHARS)
+
+
 def _inboxes(before: Snapshot | None, after: Snapshot) -> Iterator[str]:
     old = _by(before.inboxes if before else (), lambda i: i.agent)
     for row in after.inboxes:
@@ -175,7 +193,7 @@ def change_lines(before: Snapshot | None, after: Snapshot) -> list[str]:
             f"{n['in_progress']} in progress, {n['ready']} ready, {n['blocked']} blocked, "
             f"{n['completed']} completed"
         )
-    for part in (_members, _tasks, _approvals, _jobs, _crons, _worktrees, _inboxes):
+    for part in (_members, _tasks, _approvals, _workflows, _jobs, _crons, _worktrees, _inboxes):
         lines.extend(part(before, after))
     return [f"{stamp} {line}" for line in lines]
 

@@ -24,7 +24,15 @@ from actors.board.state import EMPTY, TeamState
 from actors.jobs.cron import EMPTY_TABLE, CronTable, fold_crons, local_zone, views
 from actors.jobs.proc import same_process
 from actors.jobs.table import JobTable, fold_jobs, job_views
-from actors.live.snapshot import NO_PERMISSIONS, PermissionTable, Snapshot, build_snapshot
+from actors.live.snapshot import (
+    NO_PERMISSIONS,
+    NO_WORKFLOWS,
+    PermissionTable,
+    Snapshot,
+    WorkflowTable,
+    build_snapshot,
+    fold_workflows,
+)
 from actors.live.snapshot import fold_permissions as _fold_permissions
 
 if TYPE_CHECKING:
@@ -54,6 +62,7 @@ class LiveSource:
         self._jobs: JobTable = _NO_JOBS
         self._crons: CronTable = EMPTY_TABLE
         self._permissions: PermissionTable = NO_PERMISSIONS
+        self._workflows: WorkflowTable = NO_WORKFLOWS
 
     @classmethod
     def open(cls, start: Path | None = None) -> LiveSource:
@@ -81,6 +90,7 @@ class LiveSource:
                 self._jobs = fold_jobs(self._jobs, events)
                 self._crons = fold_crons(self._crons, events)
                 self._permissions = _fold_permissions(self._permissions, events)
+                self._workflows = fold_workflows(self._workflows, events)
             state = self._state
             mailbox = self.team.mailbox
             inboxes = {agent: mailbox.counts(agent) for agent in mailbox.agents()}
@@ -98,6 +108,7 @@ class LiveSource:
                 alive=alive,
                 gone_jobs=_gone_jobs(self._jobs),
                 permissions=self._permissions,
+                workflows=self._workflows,
                 taken_at=self._now(),
             )
 

@@ -209,6 +209,20 @@ def _worktrees(snap: Snapshot) -> RenderableType:
     return grid
 
 
+def _workflows(snap: Snapshot) -> RenderableType | None:
+    if not snap.workflows:
+        return None
+    grid = _table("workflow runs", "run", "workflow", "status", "phase", "steps", "latest")
+    for w in snap.workflows:
+        steps = f"{w.done} done, {w.running} running" + (f", {w.cached} cached" if w.cached else "")
+        latest = w.progress[-1][1] if w.progress else "-"
+        status = Text(
+            w.status, style={"running": "green", "failed": "bold red"}.get(w.status, "dim")
+        )
+        grid.add_row(w.run_id, w.name, status, w.phase or "-", steps, latest)
+    return grid
+
+
 def _approvals(snap: Snapshot) -> RenderableType | None:
     if not snap.approvals:
         return None
@@ -233,5 +247,8 @@ def render(snapshot: Snapshot, *, max_rows: int = 15, max_completed: int = 8) ->
     approvals = _approvals(snapshot)
     if approvals is not None:
         parts.append(approvals)
+    workflows = _workflows(snapshot)
+    if workflows is not None:
+        parts.append(workflows)
     parts += [_jobs(snapshot), _crons(snapshot), _worktrees(snapshot)]
     return Group(*parts)

@@ -2,7 +2,7 @@
 
 ``build_snapshot`` does no I/O: it takes the folded ``TeamState`` and values other modules
 already compute (inbox counts, job views, cron views, the set of members whose lease is held,
-pending permission requests) and arranges them the way a person reads a team at a glance.
+pending permission requests, the progress of workflow runs) and arranges them the way a person reads a team at a glance.
 ``actors.live.load`` gathers those inputs from a repository; ``actors.live.render`` draws a
 snapshot with rich; ``Snapshot.as_json`` is the ``teamctl watch --once --json`` document.
 
@@ -42,6 +42,10 @@ ACTIVE_STATUSES = frozenset(
 """Agent statuses that mean "a process should be hosting it right now"."""
 RECENT_JOBS = 3
 """Finished jobs shown after the running ones (most recent first)."""
+RECENT_RUNS = 3
+"""Finished workflow runs shown after the running ones (most recent first)."""
+RECENT_PROGRESS = 20
+"""Progress lines a workflow run keeps (its latest ones)."""
 
 
 # --- rows ----------------------------------------------------------------------------------------
@@ -165,6 +169,26 @@ class ApprovalRow:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkflowRow:
+    """A workflow run: where it is, and its latest progress lines (``workflow.*`` events)."""
+
+    run_id: str
+    name: str
+    status: str
+    """``running``, ``completed`` or ``failed``."""
+    phase: str | None
+    done: int
+    """Steps done (cached ones included)."""
+    running: int
+    """Steps started (tasks on the board) and not done yet."""
+    cached: int
+    """Steps answered from the journal by the last resume."""
+    progress: tuple[tuple[int, str], ...]
+    """``(journal seq, line)`` of the latest phase changes, steps started, done or cached and
+    log lines (``actors.workflows.record.progress_line``; plain, unescaped text)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """Everything the live view shows, as of journal ``seq``."""
 
@@ -177,6 +201,7 @@ class Snapshot:
     crons: tuple[CronRow, ...] = ()
     worktrees: tuple[WorktreeRow, ...] = ()
     approvals: tuple[ApprovalRow, ...] = ()
+    workflows: tuple[WorkflowRow, ...] = ()
     taken_at: float = field(default=0.0, compare=False)
     """Wall-clock time of the reading (not part of equality)."""
 
@@ -231,6 +256,80 @@ def fold_permissions(table: PermissionTable, events: Iterable[Event]) -> Permiss
         elif event.type == "permission.decided":
             out.pop(rid, None)
     return table if out is None else MappingProxyType(out)
+
+
+# --- workflow runs (a small fold of their own) ---------------------------------------------------
+
+
+class RunProgress(NamedTuple):
+    """What the live view knows of one workflow run."""
+
+    run_id: str
+    name: str
+    status: str
+    phase: str | None
+    started: frozenset[str]
+    done: frozenset[str]
+    cached: int
+    progress: tuple[tuple[int, str], ...]
+    at: float
+    """When it started or finished (the order of finished runs)."""
+
+
+WorkflowTable = Mapping[str, RunProgress]
+NO_WORKFLOWS: WorkflowTable = MappingProxyType({})
+
+
+def fold_workflows(table: WorkflowTable, events: Iterable[Event]) -> WorkflowTable:
+    """``table`` with the ``workflow.*`` events among ``events`` applied; pure."""
+    from actors.workflows.record import progress_line
+
+    out: dict[str, RunProgress] | None = None
+    for event in events:
+        if not event.type.startswith("workflow."):
+            continue
+        out = dict(table) if out is None else out
+        data = event.data
+        run_id = str(data.get("run_id", ""))
+        run = out.get(run_id)
+        kind = event.type.removeprefix("workflow.")
+        if kind == "started":
+            run = RunProgress(
+                run_id, str(data.get("name", "")), "running", None, frozenset(), frozenset(), 0,
+                (), event.ts,
+            )  # fmt: skip
+        elif run is None:
+            continue
+        elif kind == "resumed":
+            run = run._replace(status="running", cached=0, at=event.ts)
+        elif kind == "phase":
+            run = run._replace(phase=data.get("title"))
+        elif kind == "step_started":
+            run = run._replace(started=run.started | {str(data.get("key"))})
+        elif kind == "step_cached":
+            key = str(data.get("key"))
+            run = run._replace(done=run.done | {key}, cached=run.cached + 1)
+        elif kind == "step_completed":
+            run = run._replace(done=run.done | {str(data.get("key"))})
+        elif kind == "finished":
+            run = run._replace(status=str(data.get("status")), at=event.ts)
+        line = progress_line(event.type, data)
+        if line is not None:
+            run = run._replace(progress=(*run.progress, (event.seq, line))[-RECENT_PROGRESS:])
+        out[run_id] = run
+    return table if out is None else MappingProxyType(out)
+
+
+def _workflow_rows(table: WorkflowTable) -> tuple[WorkflowRow, ...]:
+    def row(r: RunProgress) -> WorkflowRow:
+        running = len(r.started - r.done) if r.status == "running" else 0
+        return WorkflowRow(
+            r.run_id, r.name, r.status, r.phase, len(r.done), running, r.cached, r.progress
+        )
+
+    live = sorted((r for r in table.values() if r.status == "running"), key=lambda r: r.at)
+    ended = sorted((r for r in table.values() if r.status != "running"), key=lambda r: -r.at)
+    return tuple(row(r) for r in (*live, *ended[:RECENT_RUNS]))
 
 
 # --- the builder ---------------------------------------------------------------------------------
@@ -367,6 +466,7 @@ def build_snapshot(
     alive: Collection[str] = frozenset(),
     gone_jobs: Collection[str] = frozenset(),
     permissions: PermissionTable = NO_PERMISSIONS,
+    workflows: WorkflowTable = NO_WORKFLOWS,
     taken_at: float = 0.0,
 ) -> Snapshot:
     """The snapshot of a team; pure.
@@ -374,7 +474,7 @@ def build_snapshot(
     ``inboxes`` maps agent → (unread, read) as ``Maildir.counts`` gives them; ``jobs`` and
     ``crons`` are the views of ``actors.jobs.table.job_views`` and ``actors.jobs.cron.views``; ``alive``
     names the agents whose lease is held right now, ``gone_jobs`` the running jobs whose process is
-    gone.
+    gone, ``workflows`` the runs as ``fold_workflows`` folds them.
     """
     counts = dict(inboxes or {})
     unread = {agent: pair[0] for agent, pair in counts.items()}
@@ -388,5 +488,6 @@ def build_snapshot(
         crons=_cron_rows(crons),
         worktrees=_worktree_rows(state),
         approvals=_approval_rows(state, permissions),
+        workflows=_workflow_rows(workflows),
         taken_at=taken_at,
     )

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from actors.runtime.permission_requests import JournalDecisions
     from actors.runtime.process import EventSink
     from actors.runtime.roster import Roster
+    from mailboxes.events import Event
     from mailboxes.watch import FileWatcher
 
 __all__ = ["Changes"]
@@ -65,6 +66,30 @@ class Changes:
     def stop(self) -> None:
         if self._watcher is not None:
             self._watcher.stop()
+            self._emit_unseen()
+
+    def _emit_unseen(self) -> None:
+        """The journal events appended since the last change seen still go out as
+        ``team_event``s (a run ending at once must not lose its last events)."""
+        if not self._events.wanted:
+            return
+        try:
+            for event in self._team.journal.read_from(self._seen_seq + 1):
+                self._emit(event)
+                self._seen_seq = event.seq
+        except Exception:  # the stream is best effort; the journal has them all
+            return
+
+    def _emit(self, event: Event) -> None:
+        self._events.emit(
+            {
+                "type": "team_event",
+                "seq": event.seq,
+                "event": event.type,
+                "actor": event.actor,
+                "data": event.data,
+            }
+        )
 
     def _on_change(self, paths: set[Path]) -> None:
         members, roster, mailbox = self._members, self._roster, self._team.mailbox
@@ -99,15 +124,7 @@ class Changes:
             if event.type == "shutdown.requested" and rid.startswith(FORCE_PREFIX):
                 self._members.member_done(str(event.data.get("name")), "forced")
             if self._events.wanted:
-                self._events.emit(
-                    {
-                        "type": "team_event",
-                        "seq": event.seq,
-                        "event": event.type,
-                        "actor": event.actor,
-                        "data": event.data,
-                    }
-                )
+                self._emit(event)
         self._seen_seq = state.seq
         if changed:
             self._decisions.scan()

@@ -37,7 +37,9 @@ jobs into its inbox). Stopping pauses NAME like any member; joining again contin
 
 Starting on a repository whose team exists continues it: every member that has not stopped comes
 back with its transcript, its claim (if still current) and its unread mail, and a ``resumed``
-event names them. ``fresh=True`` instead retires every teammate no live process hosts (recorded
+event names them; every workflow run in flight when the team stopped is resumed
+(``actors.workflows.engine.ResumedRuns``; not with ``resume_workflows=False``, as ``teamctl
+workflow`` runs its own). ``fresh=True`` instead retires every teammate no live process hosts (recorded
 stopped, its claim released) and starts the lead on a new conversation.
 """
 
@@ -92,6 +94,7 @@ if TYPE_CHECKING:
     from actors.board.state import TeamState
     from actors.jobs.scheduler import TimerFactory
     from actors.runtime.permission_requests import HumanDesk
+    from actors.workflows.engine import ResumedRuns
     from harness.goal import Goal
     from harness.hooks import HookRunner
     from harness.tools.base import Approver
@@ -136,6 +139,7 @@ class TeamRuntime:
         disk_grace_s: float | None = None,
         fsync: Fsync | None = None,
         goal: Goal | None = None,
+        resume_workflows: bool = True,
     ) -> None:
         self.team: Team = open_team(root, actor="runtime", fsync=fsync)
         try:
@@ -149,6 +153,10 @@ class TeamRuntime:
         self._join_role = join_role
         self._fresh = fresh
         self._goal = goal
+        self._resume_workflows = resume_workflows and join is None and not fresh
+        self.workflows: ResumedRuns | None = None
+        """The workflow runs in flight when the team last stopped, resumed here (docs/
+        ARCHITECTURE.md, "Workflows")."""
         self._events = events_sink = EventSink(on_event)
         self._want_scheduler = scheduler and join is None
         self._want_jobs = jobs
@@ -279,10 +287,6 @@ class TeamRuntime:
             raise TeamError("no team here: run `teamctl init` first")
         if self._fresh:
             state = retire_all(team, lead=self._lead)
-        if self._join is None:  # before the lead is built: its judge is restored from these
-            self.goal.load(team.journal)
-            self.goal_pursued = self.goal.start(self._goal, fresh=self._fresh)
-            state = team.board.refresh()
         self.supervision.start()
         leases: dict[str, ExitStack] = {}
         if self._join is not None:
@@ -311,6 +315,9 @@ class TeamRuntime:
         self.background.open_mcp()
         team.mailbox.ensure_inbox(self._lead)
         self.changes.start(seen_seq=state.seq)
+        if self._join is None:  # before the lead is built: its judge is restored from these
+            self.goal.load(team.journal)
+            self.goal_pursued = self.goal.start(self._goal, fresh=self._fresh)
         back = [_resumed(state, p.name, self._unread(p.name)) for p in plans]
         back = [entry for entry in back if entry is not None]
         for plan in plans:
@@ -319,6 +326,18 @@ class TeamRuntime:
             self._events.emit({"type": "resumed", "members": back})
         if self._want_scheduler:
             self.background.start_scheduler()
+        if self._resume_workflows:
+            self._resume_runs()
+
+    def _resume_runs(self) -> None:
+        """Resume the workflow runs started and not finished (their process died)."""
+        from actors.workflows.engine import ResumedRuns
+        from actors.workflows.record import fold_runs
+
+        runs = fold_runs(self.team.journal.read_from(1))
+        if any(r.status == "running" for r in runs.values()):
+            self.workflows = ResumedRuns(self.services, on_done=self.roster.notify)
+            self.workflows.start(runs)
 
     def _enroll(self, name: str, state: TeamState) -> ExitStack:
         """``join`` mode: take ``name``'s lease, then make it a teammate if the team has none
@@ -411,6 +430,8 @@ class TeamRuntime:
         paused with ``reason`` (resumable: claim, transcript and mail kept), not retired."""
         if not self.roster.begin_stop():
             return
+        if self.workflows is not None:  # first: they create tasks and spawn workers
+            self.workflows.stop()
         self.supervision.close()
         self.changes.stop()
         names = self.roster.live_names()  # teammates first: their last notes reach the lead
@@ -445,6 +466,8 @@ class TeamRuntime:
         return (self.board.refresh().seq, self.roster.flags())
 
     def _idle_checks(self) -> bool:
+        if self.workflows is not None and self.workflows.busy():
+            return False  # a resumed workflow run still going: more steps may come
         if self.supervision.busy() or self.supervision.paused():
             return False
         at_rest = self.roster.at_rest()

@@ -8,6 +8,7 @@ repository (working tree or a branch) and commands run in it.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -27,6 +28,7 @@ from actors.scenarios.model import (
     OrderExpect,
     Scenario,
     TaskExpect,
+    WorkflowExpect,
 )
 
 __all__ = ["Check", "RunOutcome", "check_all"]
@@ -57,6 +59,9 @@ class RunOutcome:
     """Scripted steps never played, per agent."""
     script_errors: list[str] = field(default_factory=list)
     """Script mismatches reported by the fake Messages API."""
+    workflow: dict[str, Any] | None = None
+    """The workflow run's outcome (``run_id``, ``status``, ``result``, ``error``, ``cached``) of
+    a ``workflow`` scenario."""
 
 
 def _describe(match: EventMatch) -> str:
@@ -171,6 +176,36 @@ def _command(facts: Facts, want: CommandExpect) -> Check:
     return Check(name, not wrong, "; ".join([*wrong, tail]) if wrong else tail)
 
 
+def _workflow(outcome: RunOutcome, want: WorkflowExpect) -> list[Check]:
+    got = outcome.workflow or {}
+    status = got.get("status")
+    checks = [
+        Check(
+            f"workflow {want.status}",
+            status == want.status,
+            f"run {got.get('run_id')} {status}"
+            + (f": {got['error']}" if got.get("error") and status != want.status else ""),
+        )
+    ]
+    if want.result is not None:
+        result = got.get("result")
+        same = result == want.result
+        shown = json.dumps(result, ensure_ascii=False, sort_keys=True)
+        checks.append(
+            Check("workflow result", same, "as expected" if same else f"got {shown}"[:800])
+        )
+    if want.error_contains is not None:
+        error = str(got.get("error") or "")
+        checks.append(
+            Check(
+                f"workflow error containing {want.error_contains!r}",
+                want.error_contains in error,
+                error[:300],
+            )
+        )
+    return checks
+
+
 def _run_checks(scenario: Scenario, outcome: RunOutcome) -> list[Check]:
     checks = [
         Check(
@@ -220,4 +255,6 @@ def check_all(scenario: Scenario, outcome: RunOutcome) -> list[Check]:
         problems = INVARIANTS[name](facts)
         checks.append(Check(f"invariant {name}", not problems, "; ".join(problems)[:800]))
     checks += [_command(facts, c) for c in want.commands]
+    if want.workflow is not None:
+        checks += _workflow(outcome, want.workflow)
     return checks

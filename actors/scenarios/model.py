@@ -9,7 +9,9 @@ A scenario is a folder holding ``scenario.yaml`` and ``repo/`` (the fixture repo
     timeout_s: 60                        # wall-clock limit of the team run
     clock_offset_s: 0                    # the cron scheduler's clock runs this far ahead
     settings: {permissions: {defaultMode: acceptEdits}}    # merged into .team/settings.json
-    prompt: Build the text helpers.      # the user's input for the lead
+    prompt: Build the text helpers.      # the user's input for the lead, or instead:
+    workflow: {name: review_changes, args: {}}   # a workflow run on the team (no prompt)
+    goal: {check: python -m pytest -q}   # the lead's goal (with a prompt): judged at each stop
     setup: {tasks: [{subject: ..., blocked_by: [task_1]}]}  # created before the run
     script: {agents: {lead: {rules: [...]}, "*": {rules: [...]}}}   # harness.model.scripted format
     expect:
@@ -22,6 +24,10 @@ A scenario is a folder holding ``scenario.yaml`` and ``repo/`` (the fixture repo
                 after: {type: task.claimed, task: Test slugify}}]
       invariants: [single_claim_per_epoch, claims_respect_dependencies, nothing_lost]
       commands: [{run: python -m pytest -q}]
+      workflow: {status: completed, result: {...}}      # how the workflow run ended
+
+A ``changes/`` folder next to ``repo/``, when there is one, is copied over the repository after
+the fixture's commit and left uncommitted (what a review reviews).
 
 ``load_scenario`` returns a frozen ``Scenario`` or raises ``ScenarioError`` whose message is one
 line naming the file and the key (unknown keys, bad regular expressions, bad settings).
@@ -47,12 +53,15 @@ __all__ = [
     "EventMatch",
     "Expectations",
     "FileExpect",
+    "GoalSpec",
     "Invariant",
     "MessageExpect",
     "OrderExpect",
     "Scenario",
     "ScenarioError",
     "TaskExpect",
+    "WorkflowExpect",
+    "WorkflowRun",
     "find_scenario",
     "list_scenarios",
     "load_scenario",
@@ -213,6 +222,17 @@ class CommandExpect(_Strict):
     """Killed and failed after this long."""
 
 
+class WorkflowExpect(_Strict):
+    """How the scenario's workflow run ended (``workflow:`` scenarios only)."""
+
+    status: Literal["completed", "failed"] = "completed"
+    """The run's final status."""
+    result: Any = None
+    """The exact result (JSON); None: not compared."""
+    error_contains: str | None = None
+    """Substring of the run's error (a ``failed`` run)."""
+
+
 class Expectations(_Strict):
     """Everything checked after the run."""
 
@@ -236,6 +256,36 @@ class Expectations(_Strict):
     """Commands that must succeed in the final repository."""
     tool_errors: int | None = Field(default=0, ge=0)
     """How many tool calls may fail (answered with an error) over the run; None: any."""
+    workflow: WorkflowExpect | None = None
+    """How the workflow run ended (needs the scenario's ``workflow``)."""
+
+
+class WorkflowRun(_Strict):
+    """A workflow the scenario runs on the team instead of prompting the lead
+    (``actors.workflows``; docs/ARCHITECTURE.md, "Workflows")."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
+    """The workflow: the fixture's ``.team/workflows/<name>.py`` or a packaged example."""
+    args: Any = None
+    """Its ``args`` (JSON)."""
+
+
+class GoalSpec(_Strict):
+    """The lead's goal for the run (``teamctl run --goal/--goal-check``; docs/ARCHITECTURE.md,
+    "Goals")."""
+
+    condition: str | None = None
+    """Judged by the evaluator model call (``--goal``)."""
+    check: str | None = None
+    """A command that must exit 0 (``--goal-check``)."""
+    max_blocks: int = Field(default=10, ge=1)
+    """Blocked stops in a row before the goal is given up."""
+
+    @model_validator(mode="after")
+    def _something(self) -> GoalSpec:
+        if not (self.condition or "").strip() and not (self.check or "").strip():
+            raise ValueError("a goal needs a `condition` or a `check`")
+        return self
 
 
 class Scenario(_Strict):
@@ -254,8 +304,12 @@ class Scenario(_Strict):
     next minute is already due); 0 = the runtime's own scheduler and clock."""
     settings: dict[str, Any] = Field(default_factory=dict)
     """Overrides merged into the default ``.team/settings.json`` (validated)."""
-    prompt: str = Field(min_length=1)
-    """The user's input for the lead."""
+    prompt: str | None = Field(default=None, min_length=1)
+    """The user's input for the lead (exactly one of ``prompt`` and ``workflow``)."""
+    workflow: WorkflowRun | None = None
+    """A workflow run on the team instead of a prompt."""
+    goal: GoalSpec | None = None
+    """The lead's goal (with a ``prompt``): the run ends only once it holds."""
     setup: Setup = Setup()
     """Board state created before the run."""
     script: Script
@@ -286,10 +340,25 @@ class Scenario(_Strict):
             raise ValueError(str(exc)) from exc
         return value
 
+    @model_validator(mode="after")
+    def _one_input(self) -> Scenario:
+        if (self.prompt is None) == (self.workflow is None):
+            raise ValueError("give exactly one of `prompt` or `workflow`")
+        if self.goal is not None and self.prompt is None:
+            raise ValueError("goal: needs a `prompt` (the lead pursues the goal)")
+        if self.expect.workflow is not None and self.workflow is None:
+            raise ValueError("expect.workflow: needs a `workflow` to run")
+        return self
+
     @property
     def repo_dir(self) -> Path:
         """The fixture files copied into the run's repository."""
         return self.folder / "repo"
+
+    @property
+    def changes_dir(self) -> Path:
+        """Files copied over the repository after the fixture's commit (left uncommitted)."""
+        return self.folder / "changes"
 
 
 def _script_patterns(raw: Any) -> Iterator[tuple[str, Any]]:

@@ -2,6 +2,10 @@
 the scripted model (in process, or through the fake Messages API and the real ``anthropic`` SDK),
 then every expectation checked (``actors.scenarios.check``).
 
+The team gets the scenario's ``prompt`` (with its ``goal``, the lead pursues it as with
+``teamctl run --goal/--goal-check``), or runs its ``workflow`` through the workflow engine as
+``teamctl workflow run`` does: the steps become tasks, workers are spawned, retired at the end.
+
 Usage::
 
     result = run_scenario(find_scenario("idle-claimers"), via_api=False, keep=False)
@@ -143,6 +147,13 @@ def prepare_repo(scenario: Scenario, root: Path) -> None:
     git(root, "config", "user.email", "scenario@teamctl.invalid")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", f"fixture of scenario {scenario.name}")
+    if scenario.changes_dir.is_dir():  # uncommitted changes on top of the fixture
+        shutil.copytree(
+            scenario.changes_dir,
+            root,
+            dirs_exist_ok=True,
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
     report = init_team(root, name=scenario.name)
     settings = merge(Settings().to_json(), scenario.settings)
     report.repo.settings_path.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
@@ -182,6 +193,37 @@ def _settle(rt: Any, deadline: float) -> bool:
             return True
 
 
+def _run_workflow(rt: Any, scenario: Scenario, deadline: float) -> dict[str, Any]:
+    """Run the scenario's workflow on the started team as ``teamctl workflow run`` does; its
+    outcome as JSON (``run_id``, ``status``, ``result``, ``error``, ``cached``)."""
+    from actors.errors import TeamError
+    from actors.workflows.engine import WorkflowEngine
+
+    spec = scenario.workflow
+    assert spec is not None
+
+    def abort() -> str | None:
+        failed = rt.failures()
+        if failed:
+            name, error = next(iter(failed.items()))
+            return f"{name} failed: {error}"
+        cap = rt.cap_reached()
+        if cap is not None:
+            return f"cap reached: {cap.reason}"
+        if time.monotonic() > deadline:
+            return f"not finished within the scenario's {scenario.timeout_s:g}s"
+        return None
+
+    engine = WorkflowEngine(rt.services, actor="cli", abort=abort)
+    try:
+        outcome = engine.start(spec.name, spec.args)
+    except TeamError as exc:  # a bad workflow file: nothing ran
+        return {"run_id": None, "status": "failed", "result": None, "error": str(exc)}
+    for name in outcome.spawned:  # the run's own workers: retired (their claims are done)
+        rt.hosting.stop_member(name, "workflow_done", timeout_s=10.0)
+    return {**outcome.as_json(), "error": outcome.error, "cached": outcome.cached}
+
+
 def _drive(
     scenario: Scenario,
     root: Path,
@@ -189,12 +231,15 @@ def _drive(
     events: _Events,
     timeout_s: float,
     hooks: RunHooks = NO_HOOKS,
-) -> tuple[bool, float]:
-    """Run the team until idle (or the limit); True when it went idle."""
+) -> tuple[bool, float, dict[str, Any] | None]:
+    """Run the team until idle (or the limit); True when it went idle, and the workflow's
+    outcome (a ``workflow`` scenario)."""
     from actors.runtime.runtime import TeamRuntime
+    from harness.goal import Goal
 
     offset = scenario.clock_offset_s
     started = time.monotonic()
+    deadline = started + timeout_s
     tap = hooks.on_event
 
     def on_event(event: Mapping[str, Any]) -> None:
@@ -203,19 +248,31 @@ def _drive(
             tap(event)
 
     cron_clock = _OffsetClock(offset) if offset else None
-    rt = TeamRuntime(root, model=model, on_event=on_event, cron_clock=cron_clock)
+    goal = None
+    if scenario.goal is not None:
+        goal = Goal(
+            condition=scenario.goal.condition,
+            check=scenario.goal.check,
+            max_blocks=scenario.goal.max_blocks,
+        )
+    rt = TeamRuntime(root, model=model, on_event=on_event, cron_clock=cron_clock, goal=goal)
     idle = False
+    workflow = None
     try:
         rt.start()
         if hooks.on_start is not None:
             hooks.on_start(rt)
-        rt.submit(scenario.prompt)
-        idle = _settle(rt, time.monotonic() + timeout_s)
+        if scenario.workflow is not None:
+            workflow = _run_workflow(rt, scenario, deadline)
+        else:
+            assert scenario.prompt is not None
+            rt.submit(scenario.prompt)
+        idle = _settle(rt, deadline)
         if hooks.before_stop is not None:
             hooks.before_stop(rt)
     finally:
         rt.stop()
-    return idle, time.monotonic() - started
+    return idle, time.monotonic() - started, workflow
 
 
 def execute(
@@ -248,11 +305,11 @@ def execute(
                 "PATH": path,
             }
             with _environ(env):
-                idle, seconds = _drive(scenario, root, None, events, timeout_s, hooks)
+                idle, seconds, workflow = _drive(scenario, root, None, events, timeout_s, hooks)
             script_errors = list(server.script_errors)
     else:
         with _environ({"PATH": path}):
-            idle, seconds = _drive(scenario, root, scripted, events, timeout_s, hooks)
+            idle, seconds, workflow = _drive(scenario, root, scripted, events, timeout_s, hooks)
     return RunOutcome(
         root=root,
         idle=idle,
@@ -260,6 +317,7 @@ def execute(
         events=events.snapshot(),
         unconsumed=scripted.unconsumed(),
         script_errors=script_errors,
+        workflow=workflow,
     )
 
 

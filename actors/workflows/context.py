@@ -63,8 +63,19 @@ class StepJournal(Protocol):
     """Records a run's progress (the engine's writes ``workflow.*`` events)."""
 
     def step(
-        self, key: str, result: Any, *, label: str | None, phase: str | None, task_id: str | None
+        self,
+        key: str,
+        result: Any,
+        *,
+        label: str | None,
+        phase: str | None,
+        task_id: str | None,
+        name: str = "",
     ) -> None: ...
+
+    def cached(self, key: str, *, name: str, phase: str | None) -> None:
+        """A step answered from its recorded result."""
+        ...
 
     def phase(self, title: str) -> None: ...
 
@@ -224,6 +235,7 @@ class WorkflowContext:
         name = label or _first_line(prompt)
         if key in self._recorded:
             self.cached += 1
+            self._journal.cached(key, name=name, phase=self._phase)
             self._progress(f"step {name}: cached")
             return self._recorded[key]
         spec = StepSpec(
@@ -248,7 +260,9 @@ class WorkflowContext:
                 result, why = parse_result(outcome.text, schema)
                 if why is not None:
                     raise WorkflowError(f"step {name!r} failed after one retry: {why}")
-        self._journal.step(key, result, label=label, phase=self._phase, task_id=outcome.task_id)
+        self._journal.step(
+            key, result, label=label, phase=self._phase, task_id=outcome.task_id, name=name
+        )
         self._progress(f"step {name}: done")
         return result
 

@@ -15,7 +15,12 @@ from the journal: a ``FileWatcher`` on ``.team/journal.jsonl`` wakes the loop, w
 board again (the rescan tick covers a dropped hint).
 
 The engine needs the team running (teammates hosted somewhere): ``teamctl workflow`` starts a
-``TeamRuntime`` around it, the lead's ``workflow`` tool runs it inside the lead's runtime.
+``TeamRuntime`` around it, the lead's ``workflow`` tool runs it inside the lead's runtime, and
+``ResumedRuns`` lets a runtime that continues the team (``teamctl resume``, ``teamctl run``)
+resume every run that was in flight when its process died. A run is driven by one engine per
+process at a time: a second ``resume`` of a run already driven here waits for that drive's
+outcome. A runtime stopping (``halt``) interrupts its runs without recording them finished: they
+stay ``running``, for the next resume.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from actors.workflows.context import (
     StepOutcome,
     StepSpec,
     WorkflowContext,
+    _first_line,
 )
 from actors.workflows.loader import Workflow, WorkflowError, find_workflow, load_workflow
 from actors.workflows.record import Recorder, RunRecord, fold_runs
@@ -59,13 +65,23 @@ Abort = Callable[[], str | None]
 """Why the run must stop now (a member failed for good, a cap reached), or None."""
 
 
+class RunInterrupted(WorkflowError):
+    """The process driving the run is stopping: the run stays ``running`` (resumable)."""
+
+
+_driving: dict[str, threading.Event] = {}
+"""Runs driven by an engine of this process (run id → set when that drive ends)."""
+_outcomes: dict[str, RunOutcome] = {}
+_driving_lock = threading.Lock()
+
+
 @dataclass(frozen=True)
 class RunOutcome:
     """How a run (or a resume) ended."""
 
     run_id: str
     status: str
-    """``completed`` or ``failed``."""
+    """``completed``, ``failed``, or ``interrupted`` (the process stopped; not recorded)."""
     result: Any = None
     error: str | None = None
     file_changed: bool = False
@@ -163,6 +179,7 @@ class BoardSteps:
     spawn_workers: bool
     waker: _Waker
     abort: Abort | None = None
+    halt: threading.Event | None = None
     spawned: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -193,6 +210,14 @@ class BoardSteps:
             )
         if spec.worktree and task.status == "pending" and task.owner is None:
             self._bind_worktree(task)
+        with acting_as(self.actor):
+            Recorder(board, self.run_id, self.actor).step_started(
+                spec.key,
+                name=spec.label or _first_line(spec.prompt),
+                phase=spec.phase,
+                task_id=task.id,
+                attempt=attempt,
+            )
         self._staff(spec.role)
         done = await self._finished(task.id)
         return StepOutcome(done.summary or "", done.id)
@@ -248,6 +273,8 @@ class BoardSteps:
                 return task
             if task.status == "deleted":
                 raise WorkflowError(f"the task {task_id} of a step was deleted")
+            if self.halt is not None and self.halt.is_set():
+                raise RunInterrupted("the team is stopping")
             why = self.abort() if self.abort is not None else None
             if why:
                 raise WorkflowError(why)
@@ -264,11 +291,14 @@ class WorkflowEngine:
         actor: str = "cli",
         progress: Progress | None = None,
         abort: Abort | None = None,
+        halt: threading.Event | None = None,
     ) -> None:
         self.services = services
         self.actor = actor
         self.progress = progress
         self.abort = abort
+        self.halt = halt
+        """Set when the process stops: the run is interrupted, left ``running``."""
 
     @property
     def root(self) -> Path:
@@ -287,7 +317,18 @@ class WorkflowEngine:
         return self._drive(workflow, run_id, args, recorded={}, recorder=recorder)
 
     def resume(self, run_id: str) -> RunOutcome:
-        """Run ``run_id`` again: recorded steps answer from the journal, the rest run."""
+        """Run ``run_id`` again: recorded steps answer from the journal, the rest run. A run an
+        engine of this process drives already: its outcome, once that drive ends."""
+        with _driving_lock:
+            ongoing = _driving.get(run_id)
+        if ongoing is not None:
+            if self.progress is not None:
+                self.progress(f"run {run_id} is already being resumed here: waiting for it")
+            ongoing.wait()
+            with _driving_lock:
+                done = _outcomes.get(run_id)
+            if done is not None and done.status != "interrupted":
+                return RunOutcome(done.run_id, done.status, done.result, done.error)
         run = read_runs(self.root).get(run_id)
         if run is None:
             raise WorkflowError(f"no workflow run {run_id!r} (`teamctl workflow runs` lists them)")
@@ -324,7 +365,22 @@ class WorkflowEngine:
         recorded: Mapping[str, Any],
         recorder: Recorder,
     ) -> RunOutcome:
-        return asyncio.run(self._main(workflow, run_id, args, recorded, recorder))
+        done = threading.Event()
+        with _driving_lock:
+            if run_id in _driving:
+                raise WorkflowError(f"workflow run {run_id} is already running in this process")
+            _driving[run_id] = done
+            _outcomes.pop(run_id, None)
+        outcome: RunOutcome | None = None
+        try:
+            outcome = asyncio.run(self._main(workflow, run_id, args, recorded, recorder))
+            return outcome
+        finally:
+            with _driving_lock:
+                del _driving[run_id]
+                if outcome is not None:
+                    _outcomes[run_id] = outcome
+            done.set()
 
     async def _main(
         self,
@@ -349,6 +405,7 @@ class WorkflowEngine:
             spawn_workers=not teammates,
             waker=waker,
             abort=self.abort,
+            halt=self.halt,
         )
 
         class Journal:
@@ -360,9 +417,14 @@ class WorkflowEngine:
                 label: str | None,
                 phase: str | None,
                 task_id: str | None,
+                name: str = "",
             ) -> None:
                 with acting_as(recorder.actor):
-                    recorder.step(key, result, label=label, phase=phase, task_id=task_id)
+                    recorder.step(key, result, label=label, phase=phase, task_id=task_id, name=name)
+
+            def cached(self, key: str, *, name: str, phase: str | None) -> None:
+                with acting_as(recorder.actor):
+                    recorder.step_cached(key, name=name, phase=phase)
 
             def phase(self, title: str) -> None:
                 with acting_as(recorder.actor):
@@ -395,6 +457,11 @@ class WorkflowEngine:
             why = _with_line(workflow, exc, f"run() raised {type(exc).__name__}: {exc}")
         finally:
             waker.stop()
+        if why is not None and self.halt is not None and self.halt.is_set():
+            # The process is stopping (whatever failed on the way): left running, resumable.
+            return RunOutcome(
+                run_id, "interrupted", None, why, cached=ctx.cached, spawned=tuple(steps.spawned)
+            )
         if why is not None:
             return self._fail(recorder, run_id, why, ctx.cached, steps.spawned)
         with acting_as(self.actor):
@@ -416,3 +483,87 @@ def _with_line(workflow: Workflow, exc: BaseException, why: str) -> str:
 
     place = where(workflow.path, exc)
     return f"{place}: {why}"
+
+
+class ResumedRuns:
+    """The workflow runs a team runtime resumes on start (``teamctl resume``, ``teamctl run``):
+    every run started and not finished, its process gone (one runtime per repository: none
+    drives it now). Each is resumed by a ``WorkflowEngine`` on a thread of its own, as
+    ``teamctl workflow resume RUN_ID`` would (recorded steps answer from the journal). A run
+    started by an agent (the lead's ``workflow`` tool) sends it the outcome as a message, since
+    its tool call died with the process. ``stop`` interrupts them, leaving them ``running``."""
+
+    def __init__(
+        self,
+        services: TeamServices,
+        *,
+        on_done: Callable[[], None] | None = None,
+        sender: str = "workflow",
+    ) -> None:
+        self.services = services
+        self.on_done = on_done
+        self.sender = sender
+        self.halt = threading.Event()
+        self.outcomes: dict[str, RunOutcome] = {}
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+
+    def start(self, runs: Mapping[str, RunRecord]) -> list[str]:
+        """Resume every ``running`` run of ``runs``; their ids."""
+        ids = [r.run_id for r in runs.values() if r.status == "running"]
+        for run_id in ids:
+            run = runs[run_id]
+            thread = threading.Thread(
+                target=self._resume,
+                args=(run,),
+                name=f"workflow-{run_id}",
+                daemon=True,
+            )
+            with self._lock:
+                self._threads.append(thread)
+            thread.start()
+        return ids
+
+    def busy(self) -> bool:
+        """A resumed run is still being driven."""
+        with self._lock:
+            return any(t.is_alive() for t in self._threads)
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Interrupt the runs (left ``running``) and wait for their threads."""
+        self.halt.set()
+        with self._lock:
+            threads = list(self._threads)
+        for thread in threads:
+            thread.join(timeout_s)
+
+    def _resume(self, run: RunRecord) -> None:
+        import logging
+
+        log = logging.getLogger(__name__)
+        state = self.services.board.refresh()
+        starter = state.members.get(run.actor)
+        actor = run.actor or "cli"
+        try:
+            engine = WorkflowEngine(self.services, actor=actor, halt=self.halt)
+            outcome = engine.resume(run.run_id)
+        except Exception as exc:
+            log.warning("workflow run %s not resumed: %s", run.run_id, exc)
+            outcome = RunOutcome(run.run_id, "failed", None, str(exc))
+        with self._lock:
+            self.outcomes[run.run_id] = outcome
+        try:
+            if outcome.status != "interrupted" and starter is not None and starter.kind == "agent":
+                text = (
+                    f"The workflow run {run.run_id} ({run.name}) you started before the team "
+                    f"stopped was resumed and ended: {json.dumps(outcome.as_json())}"
+                )
+                self.services.send(self.sender, run.actor, "message", {"text": text})
+            for worker in outcome.spawned:
+                with contextlib.suppress(TeamError):
+                    self.services.request_shutdown(worker, by=actor)
+        except Exception as exc:  # the team may be stopping: the journal has the outcome
+            log.warning("workflow run %s: %s", run.run_id, exc)
+        finally:
+            if self.on_done is not None:
+                self.on_done()

@@ -21,7 +21,9 @@ from mailboxes.events import (
     WorkflowPhase,
     WorkflowResumed,
     WorkflowStarted,
+    WorkflowStepCached,
     WorkflowStepCompleted,
+    WorkflowStepStarted,
     draft,
 )
 
@@ -39,6 +41,8 @@ class RunRecord:
     args: Any
     file: str
     file_sha256: str
+    actor: str = ""
+    """Who started the run (``cli``, or the agent whose ``workflow`` tool did)."""
     status: str = "running"
     """``running`` (started, not finished: in flight, or its process died), ``completed``,
     ``failed``."""
@@ -66,6 +70,7 @@ def fold_runs(events: Iterable[Event]) -> dict[str, RunRecord]:
                 args=data.get("args"),
                 file=data["file"],
                 file_sha256=data["file_sha256"],
+                actor=event.actor,
                 started_at=event.ts,
             )
             continue
@@ -123,12 +128,36 @@ class Recorder:
         self._append(WorkflowResumed(run_id=self.run_id, file_sha256=sha256, file_changed=changed))
 
     def step(
-        self, key: str, result: Any, *, label: str | None, phase: str | None, task_id: str | None
+        self,
+        key: str,
+        result: Any,
+        *,
+        label: str | None,
+        phase: str | None,
+        task_id: str | None,
+        name: str = "",
     ) -> None:
         body = WorkflowStepCompleted(
-            run_id=self.run_id, key=key, label=label, phase=phase, task_id=task_id, result=result
+            run_id=self.run_id,
+            key=key,
+            label=label,
+            name=name,
+            phase=phase,
+            task_id=task_id,
+            result=result,
         )
         self._append(body, f"wf:{self.run_id}:{key}")
+
+    def step_started(
+        self, key: str, *, name: str, phase: str | None, task_id: str | None, attempt: int
+    ) -> None:
+        body = WorkflowStepStarted(
+            run_id=self.run_id, key=key, name=name, phase=phase, task_id=task_id, attempt=attempt
+        )
+        self._append(body)
+
+    def step_cached(self, key: str, *, name: str, phase: str | None) -> None:
+        self._append(WorkflowStepCached(run_id=self.run_id, key=key, name=name, phase=phase))
 
     def phase(self, title: str) -> None:
         self._append(WorkflowPhase(run_id=self.run_id, title=title))
@@ -141,3 +170,37 @@ class Recorder:
             {"run_id": self.run_id, "status": status, "result": result, "error": error}
         )
         self._append(body)
+
+
+def progress_line(event_type: str, data: Mapping[str, Any]) -> str | None:
+    """A ``workflow.*`` event as one line of progress for a person (``teamctl watch``, the
+    ``teamctl run`` console), or None for another event. Plain text, not escaped: the names,
+    titles and log lines come from the script and its agents, so callers escape it
+    (``teamctl_base.text.safe``)."""
+    if not event_type.startswith("workflow."):
+        return None
+    run = f"workflow {data.get('run_id', '?')}"
+    name = data.get("name") or data.get("label") or str(data.get("key", ""))[:8]
+    kind = event_type.removeprefix("workflow.")
+    if kind == "started":
+        return f"{run} ({data.get('name')}) started"
+    if kind == "resumed":
+        changed = ": its file changed, changed steps run again" if data.get("file_changed") else ""
+        return f"{run} resumed{changed}"
+    if kind == "phase":
+        return f"{run} phase: {data.get('title')}"
+    if kind == "step_started":
+        where = f" as {data['task_id']}" if data.get("task_id") else ""
+        retry = " (retry)" if data.get("attempt") else ""
+        return f"{run} step {name}: started{where}{retry}"
+    if kind == "step_cached":
+        return f"{run} step {name}: cached"
+    if kind == "step_completed":
+        return f"{run} step {name}: done"
+    if kind == "log":
+        return f"{run} log: {data.get('text')}"
+    if kind == "finished":
+        if data.get("status") == "completed":
+            return f"{run} completed"
+        return f"{run} failed: {data.get('error')}"
+    return None

@@ -4,6 +4,7 @@ in subprocesses, waits on journal changes (no sleeps), and the nothing-lost orac
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from typing import Any
 import yaml
 
 from actors.factory import open_team
-from harness.model.fakeapi import FakeMessagesServer
+from harness.model.fakeapi import FakeMessagesServer, RecordedRequest
 from mailboxes.journal.frame import check_journal
 from mailboxes.journal.store import FileJournal
 from mailboxes.watch import FileWatcher
@@ -149,6 +150,23 @@ def wait_journal(root: Path, predicate: Callable[[list[Any]], bool], timeout: fl
 
 def count(events: list[Any], type_: str) -> int:
     return sum(1 for e in events if e.type == type_)
+
+
+def last_input(request: RecordedRequest) -> str:
+    """The text of the newest user message of a request to the fake API (what the model is
+    asked now): its text blocks and tool results."""
+    message = request.body["messages"][-1]
+    content = message["content"]
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content:
+        if block.get("type") == "text":
+            parts.append(block["text"])
+        elif block.get("type") == "tool_result":
+            inner = block.get("content")
+            parts.append(inner if isinstance(inner, str) else json.dumps(inner))
+    return "\n".join(parts)
 
 
 def oracle(root: Path) -> None:

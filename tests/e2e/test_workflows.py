@@ -9,9 +9,15 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from harness.model.fakeapi import RecordedRequest
 from tests.actors.runtime.runtime_support import team_repo
-from tests.e2e.team_support import count, model_env, teamctl, wait_journal, write_script
+from tests.e2e.team_support import (
+    count,
+    last_input,
+    model_env,
+    teamctl,
+    wait_journal,
+    write_script,
+)
 
 PARALLEL = """
 META = {"name": "fan", "description": "four checks in parallel", "phases": ["check"]}
@@ -77,22 +83,6 @@ def _repo(tmp_path: Path) -> Path:
     return root
 
 
-def _last_input(request: RecordedRequest) -> str:
-    """The text of the newest user message of a request (what the model is asked now)."""
-    message = request.body["messages"][-1]
-    content = message["content"]
-    if isinstance(content, str):
-        return content
-    parts = []
-    for block in content:
-        if block.get("type") == "text":
-            parts.append(block["text"])
-        elif block.get("type") == "tool_result":
-            inner = block.get("content")
-            parts.append(inner if isinstance(inner, str) else json.dumps(inner))
-    return "\n".join(parts)
-
-
 def test_parallel_schema_steps_complete_in_input_order(tmp_path: Path) -> None:
     root = _repo(tmp_path)
     script = write_script(tmp_path / "script.yaml", SCRIPT)
@@ -156,7 +146,7 @@ def test_sigkill_after_two_steps_then_resume_requests_no_finished_step(tmp_path:
         "status": "completed",
         "result": ["did one", "did two", "did three", "did four"],
     }
-    asked = [_last_input(r) for r in after]
+    asked = [last_input(r) for r in after]
     assert not any("[steps] one" in text or "[steps] two" in text for text in asked), asked
     assert any("[steps] four" in text for text in asked)
     assert "step one: cached" in err and "step two: cached" in err
@@ -195,3 +185,58 @@ def test_the_lead_runs_a_workflow_by_name_with_its_tool(tmp_path: Path) -> None:
     [run] = read_runs(root).values()
     assert run.status == "completed"
     assert run.result == [{"dim": "a", "score": 3}, {"dim": "b", "score": 3}]
+
+
+def _kill_after_two_steps(root: Path, env: dict[str, str]) -> str:
+    """``teamctl workflow run steps`` SIGKILLed once two steps are recorded; the run's id."""
+    proc = teamctl(root, "workflow", "run", "steps", "--json", env_extra=env)
+    try:
+        assert wait_journal(root, lambda ev: count(ev, "workflow.step_completed") >= 2, timeout=120)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    from actors.workflows.engine import read_runs
+
+    [run] = read_runs(root).values()
+    assert run.status == "running" and len(run.steps) >= 2
+    return run.run_id
+
+
+def test_teamctl_resume_continues_a_run_that_was_in_flight(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    script = write_script(tmp_path / "script.yaml", SCRIPT)
+    with model_env(script, via_api=True) as model:
+        assert model.server is not None
+        run_id = _kill_after_two_steps(root, model.env)
+        before = len(model.server.requests)
+        proc = teamctl(
+            root,
+            "resume",
+            "--headless",
+            "--timeout",
+            "120",
+            "--output-format",
+            "stream-json",
+            env_extra=model.env,
+        )
+        out, err = proc.communicate(timeout=180)
+        after = model.server.requests[before:]
+        assert not model.server.script_errors
+    assert proc.returncode == 0, err
+    from actors.workflows.engine import read_runs
+
+    run = read_runs(root)[run_id]
+    assert (run.status, run.result) == (
+        "completed",
+        ["did one", "did two", "did three", "did four"],
+    )
+    asked = [last_input(r) for r in after]
+    assert not any("[steps] one" in text or "[steps] two" in text for text in asked), asked
+    assert any("[steps] four" in text for text in asked)
+    lines = [json.loads(line) for line in out.splitlines() if line.strip()]
+    assert lines[-1]["type"] == "result" and lines[-1]["subtype"] == "success"
+    journal = [e for e in lines if e.get("type") == "team_event"]
+    finished = [e for e in journal if e["event"] == "workflow.finished"]
+    assert [e["data"]["status"] for e in finished] == ["completed"]
+    assert [e["data"]["run_id"] for e in finished] == [run_id]

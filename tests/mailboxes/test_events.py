@@ -42,6 +42,8 @@ CONTRACT_TYPES = {
     "workflow.started",
     "workflow.resumed",
     "workflow.step_completed",
+    "workflow.step_started",
+    "workflow.step_cached",
     "workflow.phase",
     "workflow.log",
     "workflow.finished",

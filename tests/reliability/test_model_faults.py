@@ -35,7 +35,7 @@ from tests.support.oracle import assert_nothing_lost
 __all__ = ["stop_actors"]
 
 TEAMMATES = ("w1", "w2", "w3", "w4")
-TASKS = 8
+TASKS = 16  # teammates make one model call per task (complete_task ends the turn)
 SCRIPT: dict[str, Any] = {
     "agents": {
         "lead": {
@@ -100,9 +100,7 @@ def test_a_team_finishes_through_model_faults_with_shared_backoff(
 def test_many_teams_finish_through_more_model_faults(
     tmp_path: Path, stop_actors: list[Any], seed: int
 ) -> None:
-    # rate 0.6: with terminal tools and the coalesced lead a team makes ~half the calls it used
-    # to, and every fault kind must still be served
-    _team_through_faults(tmp_path, stop_actors, seed=seed, rate=0.6)
+    _team_through_faults(tmp_path, stop_actors, seed=seed, rate=0.5)
 
 
 def _team_through_faults(tmp_path: Path, stop_actors: list[Any], *, seed: int, rate: float) -> None:
@@ -120,7 +118,7 @@ def _team_through_faults(tmp_path: Path, stop_actors: list[Any], *, seed: int, r
                 gate=gate,
                 base_delay=0.02,
                 max_delay=0.2,
-                max_retries=12,
+                max_retries=40,  # never exhausted: every 429/529 must reach the gate
                 rng=random.Random(agent),
             )
 

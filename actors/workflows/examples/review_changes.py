@@ -1,7 +1,13 @@
 """Review the working tree's changes: each dimension audited in parallel by a read-only
-teammate, every finding verified by another, duplicates merged, sorted by severity.
+teammate, duplicates merged, every remaining finding verified by another read-only step, the
+confirmed ones sorted by severity, file and line.
 
 ``args``: ``{"dimensions": [...]}`` (default: correctness, security, tests).
+
+The result: ``{"findings": [...], "reported": N, "merged": M, "rejected": R}``: each finding
+has ``file``, ``line``, ``severity``, ``text`` and the ``dimensions`` that reported it; ``N``
+findings were reported, ``M`` of them were duplicates (the same file and line) merged into
+another, ``R`` were not confirmed by their verification.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ FINDINGS = {
                     "severity": {"enum": ["high", "medium", "low"]},
                     "text": {"type": "string"},
                 },
-                "required": ["file", "severity", "text"],
+                "required": ["file", "line", "severity", "text"],
             },
         }
     },
@@ -39,6 +45,29 @@ VERDICT = {
     "required": ["real"],
 }
 _ORDER = {"high": 0, "medium": 1, "low": 2}
+
+
+def merge(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One finding per (file, line): the most severe report's text and severity, every
+    dimension that reported it; in the order first reported."""
+    merged: dict[tuple[str, int], dict[str, Any]] = {}
+    for finding in findings:
+        key = (finding["file"], finding["line"])
+        seen = merged.get(key)
+        if seen is None:
+            merged[key] = {**finding, "dimensions": [finding["dimension"]]}
+            del merged[key]["dimension"]
+            continue
+        if finding["dimension"] not in seen["dimensions"]:
+            seen["dimensions"].append(finding["dimension"])
+        if _ORDER[finding["severity"]] < _ORDER[seen["severity"]]:
+            seen["severity"], seen["text"] = finding["severity"], finding["text"]
+    return list(merged.values())
+
+
+def ordered(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Most severe first, then by file and line."""
+    return sorted(findings, key=lambda f: (_ORDER[f["severity"]], f["file"], f["line"]))
 
 
 async def run(ctx: Any, args: Any) -> Any:
@@ -55,23 +84,31 @@ async def run(ctx: Any, args: Any) -> Any:
             for dim in dimensions
         ]
     )
-    findings = [f for audit in audits for f in audit["findings"]]
+    reported = [
+        {**finding, "dimension": dim}
+        for dim, audit in zip(dimensions, audits, strict=True)
+        for finding in audit["findings"]
+    ]
+    unique = merge(reported)
+    ctx.log(f"{len(reported)} findings reported, {len(unique)} after merging duplicates")
     ctx.phase("verify")
 
-    async def verify(finding: dict[str, Any]) -> dict[str, Any] | None:
+    async def verify(finding: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         verdict = await ctx.agent(
-            f"Is this review finding real? Check the code. Finding: {finding}",
+            "Is this review finding real? Read the code it points at. "
+            f"{finding['file']}:{finding['line']} ({finding['severity']}): {finding['text']}",
             schema=VERDICT,
-            label=f"verify {finding['file']}:{finding.get('line', '?')}",
+            label=f"verify {finding['file']}:{finding['line']}",
         )
-        return finding if verdict["real"] else None
+        return finding, bool(verdict["real"])
 
-    checked = await ctx.pipeline(findings, verify)
+    checked = await ctx.pipeline(unique, verify)
     ctx.phase("merge")
-    unique: dict[tuple[str, Any, str], dict[str, Any]] = {}
-    for finding in checked:
-        if finding is not None:
-            unique.setdefault((finding["file"], finding.get("line"), finding["text"]), finding)
-    merged = sorted(unique.values(), key=lambda f: (_ORDER[f["severity"]], f["file"]))
-    ctx.log(f"{len(merged)} findings kept of {len(findings)}")
-    return {"findings": merged}
+    kept = ordered([finding for finding, real in checked if real])
+    ctx.log(f"{len(kept)} findings confirmed of {len(unique)}")
+    return {
+        "findings": kept,
+        "reported": len(reported),
+        "merged": len(reported) - len(unique),
+        "rejected": len(unique) - len(kept),
+    }

@@ -45,9 +45,20 @@ class FakeJournal:
     lines: list[str] = field(default_factory=list)
 
     def step(
-        self, key: str, result: Any, *, label: str | None, phase: str | None, task_id: str | None
+        self,
+        key: str,
+        result: Any,
+        *,
+        label: str | None,
+        phase: str | None,
+        task_id: str | None,
+        name: str = "",
     ) -> None:
         self.steps[key] = result
+        self.lines.append(f"done {name}")
+
+    def cached(self, key: str, *, name: str, phase: str | None) -> None:
+        self.lines.append(f"cached {name}")
 
     def phase(self, title: str) -> None:
         self.lines.append(f"phase {title}")
@@ -88,10 +99,12 @@ def test_a_recorded_step_is_answered_without_the_runner() -> None:
     # Resumed with only the first step recorded: only the second runs again.
     first = {k: v for k, v in journal.steps.items() if v == "A"}
     again = FakeRunner({"a": "never", "b": "B2"})
-    ctx = _ctx(again, FakeJournal(), first)
+    journal2 = FakeJournal()
+    ctx = _ctx(again, journal2, first)
     assert asyncio.run(script(ctx)) == ["A", "B2"]
     assert [c[0] for c in again.calls] == ["b"]
     assert ctx.cached == 1
+    assert journal2.lines == ["cached a", "done b"]  # progress: recorded, for watch/console
 
 
 def test_keys_depend_on_content_and_args_not_on_completion_order() -> None:

@@ -1,0 +1,1 @@
+"""A tiny ledger (a teamctl scenario fixture)."""
