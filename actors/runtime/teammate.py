@@ -347,7 +347,9 @@ class Teammate(AgentActor):
         return None
 
     def _may_claim(self, task: Task) -> bool:
-        return task.id not in self._abandoned
+        from actors.workflows.tools import claimable  # a workflow step awaiting its worktree
+
+        return task.id not in self._abandoned and claimable(task)
 
     def _abandon(self, task: Task) -> Task | None:
         """Release ``task`` (kept unfinished past the reminders); the task as released, or None

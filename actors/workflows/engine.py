@@ -47,6 +47,7 @@ from actors.workflows.context import (
 )
 from actors.workflows.loader import Workflow, WorkflowError, find_workflow, load_workflow
 from actors.workflows.record import Recorder, RunRecord, fold_runs
+from actors.workflows.tools import AWAITS_WORKTREE
 from teamctl_base.clock import new_id
 
 if TYPE_CHECKING:
@@ -184,10 +185,32 @@ class BoardSteps:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     async def run(self, spec: StepSpec, *, attempt: int, note: str | None) -> StepOutcome:
+        task = self.create_task(spec, attempt=attempt, note=note)
+        with acting_as(self.actor):
+            Recorder(self.services.board, self.run_id, self.actor).step_started(
+                spec.key,
+                name=spec.label or _first_line(spec.prompt),
+                phase=spec.phase,
+                task_id=task.id,
+                attempt=attempt,
+            )
+        self._staff(spec.role)
+        done = await self._finished(task.id)
+        return StepOutcome(done.summary or "", done.id)
+
+    def create_task(self, spec: StepSpec, *, attempt: int, note: str | None) -> Task:
+        """The step's task on the board (the one made before a crash, found by its op_id).
+
+        ``worktree=True`` (and this process runs worktrees): the task is created marked
+        ``AWAITS_WORKTREE``, which no teammate claims (``actors.workflows.tools.claimable``),
+        then bound to a worktree named after it; only then is it claimable, so the step never
+        runs in the main checkout by a faster claim. When no worktree can be made the mark is
+        dropped and the step runs in the checkout."""
         board = self.services.board
         name = spec.label or spec.prompt.strip().splitlines()[0]
         subject = f"[{self.workflow}] {name}"[:200]
-        meta = {
+        bind = spec.worktree and self.services.worktrees is not None
+        meta: dict[str, Any] = {
             "workflow": {
                 "run_id": self.run_id,
                 "name": self.workflow,
@@ -200,6 +223,8 @@ class BoardSteps:
                 "attempt": attempt,
             }
         }
+        if bind:
+            meta[AWAITS_WORKTREE] = True
         with acting_as(self.actor):
             task = board.create(
                 subject,
@@ -208,28 +233,30 @@ class BoardSteps:
                 role=spec.role,
                 op_id=f"wf:{self.run_id}:{spec.key}:task{attempt}",
             )
-        if spec.worktree and task.status == "pending" and task.owner is None:
-            self._bind_worktree(task)
-        with acting_as(self.actor):
-            Recorder(board, self.run_id, self.actor).step_started(
-                spec.key,
-                name=spec.label or _first_line(spec.prompt),
-                phase=spec.phase,
-                task_id=task.id,
-                attempt=attempt,
-            )
-        self._staff(spec.role)
-        done = await self._finished(task.id)
-        return StepOutcome(done.summary or "", done.id)
+        if bind and task.metadata.get(AWAITS_WORKTREE) and task.worktree is None:
+            task = self._bind_worktree(task)
+        return task
 
-    def _bind_worktree(self, task: Task) -> None:
-        """``worktree=True``: a worktree bound to the step's task, made while it is still
-        unclaimed; if a teammate was faster the step runs in the checkout."""
-        worktrees = self.services.worktrees
-        if worktrees is None or self.services.settings.team.worktree_per_task:
-            return  # none run here, or the claiming teammate makes one
-        with contextlib.suppress(TeamError):
+    def _bind_worktree(self, task: Task) -> Task:
+        """Bind a worktree to the step's unclaimable task; without one (none could be made),
+        drop the mark so that the step runs in the checkout. The task as it is now."""
+        import logging
+
+        board, worktrees = self.services.board, self.services.worktrees
+        assert worktrees is not None
+        try:
             worktrees.create_for_task(task.id)
+        except Exception as exc:  # TeamError, or the Worktrees actor not answering
+            task = board.refresh().task(task.id)
+            if task.worktree is None:
+                logging.getLogger(__name__).warning(
+                    "no worktree for the workflow step %s (it runs in the checkout): %s",
+                    task.id,
+                    exc,
+                )
+                with acting_as(self.actor):
+                    task = board.update(task.id, metadata={AWAITS_WORKTREE: None})
+        return board.refresh().task(task.id)
 
     def _staff(self, role: str | None) -> None:
         """With ``spawn_workers``: one more worker while open steps outnumber them."""

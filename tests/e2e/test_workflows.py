@@ -240,3 +240,11 @@ def test_teamctl_resume_continues_a_run_that_was_in_flight(tmp_path: Path) -> No
     finished = [e for e in journal if e["event"] == "workflow.finished"]
     assert [e["data"]["status"] for e in finished] == ["completed"]
     assert [e["data"]["run_id"] for e in finished] == [run_id]
+    # Progress in stream-json: the recorded steps cached, the others started and done.
+    named = {
+        kind: {e["data"]["name"] for e in journal if e["event"] == f"workflow.{kind}"}
+        for kind in ("step_cached", "step_started", "step_completed")
+    }
+    assert {"one", "two"} <= named["step_cached"]
+    assert "four" in named["step_started"] and "four" in named["step_completed"]
+    assert not {"one", "two"} & named["step_started"]

@@ -92,7 +92,42 @@ def test_find_by_name_or_path_and_unknown_names(tmp_path: Path) -> None:
         find_scenario("nope", root=tmp_path)
 
 
+def test_a_workflow_scenario_runs_a_workflow_instead_of_a_prompt(tmp_path: Path) -> None:
+    data: dict[str, object] = {k: v for k, v in MINIMAL.items() if k != "prompt"}
+    data["workflow"] = {"name": "review_changes", "args": {"dimensions": ["tests"]}}
+    data["expect"] = {"workflow": {"status": "completed", "result": {"findings": []}}}
+    scenario = load_scenario(write(tmp_path, data))
+    assert scenario.prompt is None
+    assert scenario.workflow is not None and scenario.workflow.args == {"dimensions": ["tests"]}
+    assert scenario.expect.workflow is not None
+    assert scenario.expect.workflow.result == {"findings": []}
+
+
+def test_exactly_one_of_prompt_and_workflow(tmp_path: Path) -> None:
+    both = {**MINIMAL, "workflow": {"name": "review_changes"}}
+    assert "exactly one of `prompt` or `workflow`" in error_of(write(tmp_path, both, "a"))
+    neither = {k: v for k, v in MINIMAL.items() if k != "prompt"}
+    neither["name"] = "b"
+    assert "exactly one of `prompt` or `workflow`" in error_of(write(tmp_path, neither, "b"))
+
+
+def test_workflow_and_goal_inputs_are_checked(tmp_path: Path) -> None:
+    unsafe = {k: v for k, v in MINIMAL.items() if k != "prompt"}
+    unsafe |= {"name": "a", "workflow": {"name": "../x"}}
+    assert "workflow.name" in error_of(write(tmp_path, unsafe, "a"))
+    goal = {k: v for k, v in MINIMAL.items() if k != "prompt"}
+    goal |= {"name": "b", "workflow": {"name": "w"}, "goal": {"check": "true"}}
+    assert "goal: needs a `prompt`" in error_of(write(tmp_path, goal, "b"))
+    empty = {**MINIMAL, "name": "c", "goal": {"max_blocks": 2}}
+    assert "a goal needs a `condition` or a `check`" in error_of(write(tmp_path, empty, "c"))
+    stray = {**MINIMAL, "name": "d", "expect": {"workflow": {"status": "completed"}}}
+    assert "expect.workflow: needs a `workflow`" in error_of(write(tmp_path, stray, "d"))
+    ok = load_scenario(write(tmp_path, {**MINIMAL, "name": "e", "goal": {"check": "true"}}, "e"))
+    assert ok.goal is not None and (ok.goal.check, ok.goal.max_blocks) == ("true", 10)
+
+
 def test_every_bundled_scenario_parses() -> None:
     names = {s.name for s in list_scenarios()}
     assert {"idle-claimers", "plan-approval", "cron-and-jobs", "parallel-refactor"} <= names
+    assert {"review-changes", "fix-until-green"} <= names
     assert all((scenarios_dir() / n / "repo").is_dir() for n in names)
