@@ -33,6 +33,7 @@ from mailboxes.messages import check_agent_name
 if TYPE_CHECKING:
     from actors.settings import Settings
     from mailboxes.journal.salvage import SalvageReport
+    from mailboxes.ports import OnHints, Watcher
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +103,20 @@ class Team:
 
     def inbox_counts(self) -> dict[str, int]:
         """Unread messages per agent."""
-        return {agent: self.mailbox.counts(agent)[0] for agent in self.mailbox.agents()}
+        return {agent: self.mailbox.unread(agent) for agent in self.mailbox.agents()}
+
+    def watch(self, on_hints: OnHints, rescan_s: float = 2.0, *, inboxes: bool = True) -> Watcher:
+        """A (not yet started) ``Watcher`` of this team's journal and, with ``inboxes``, its
+        inboxes: ``on_hints`` gets ``JournalAdvanced``, ``InboxChanged(agent)`` and a ``Tick``
+        at least every ``rescan_s`` (docs/ARCHITECTURE.md, "Backends and seams")."""
+        from mailboxes.watch import HintWatcher  # watchfiles: not for every command
+
+        return HintWatcher(
+            on_hints,
+            journal=self.journal.path,
+            mailboxes=self.mailbox.root if inboxes else None,
+            rescan_s=rescan_s,
+        )
 
     def verify_projections(self) -> list[str]:
         """Fold the whole journal afresh (no board, so nothing is repaired first) and list every

@@ -24,6 +24,7 @@ from actors.board.board import Board
 from actors.factory import init_team
 from actors.runtime.permission_requests import JournalDecisions
 from mailboxes.journal.store import FileJournal
+from mailboxes.watch import HintWatcher
 
 TARGET_MS = 50.0
 
@@ -45,7 +46,9 @@ def main() -> None:
     init_team(root)
     journal = FileJournal(root / ".team")
     board = Board(journal, actor="runtime")
-    waits = JournalDecisions(journal, [journal.path], rescan_s=60)
+    waits = JournalDecisions(
+        journal, lambda on, s: HintWatcher(on, journal=journal.path, rescan_s=s), rescan_s=60
+    )
     parent, child = multiprocessing.Pipe()
     proc = multiprocessing.get_context("spawn").Process(target=answerer, args=(str(root), child))
     proc.start()

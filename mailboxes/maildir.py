@@ -125,11 +125,24 @@ class Maildir:
         """Deliver ``draft`` durably; ``*`` = one copy (own id) per known agent but ``sender``."""
         return self.deliver_many(sender, [draft])
 
+    def deliver_keyed(self, sender: str, draft: MessageDraft, message_id: str) -> bool:
+        """Deliver ``draft`` to one agent under ``message_id`` unless its inbox already holds
+        that id (acked or not); True if it was delivered now."""
+        if self.holds(draft.to, message_id):
+            return False
+        self._deliver(sender, [draft], lambda: message_id)
+        return True
+
     def deliver_many(self, sender: str, drafts: Sequence[MessageDraft]) -> list[Envelope]:
         """Deliver several drafts with one group commit (one fsync per touched inbox folder).
 
         All recipients are checked first: an unknown one refuses the whole call, writing nothing.
         """
+        return self._deliver(sender, drafts, self._ids.new_id)
+
+    def _deliver(
+        self, sender: str, drafts: Sequence[MessageDraft], new_id: Callable[[], str]
+    ) -> list[Envelope]:
         check_agent_name(sender)
         targets: list[tuple[MessageDraft, str]] = []
         for draft in drafts:
@@ -143,7 +156,7 @@ class Maildir:
         for draft, recipient in targets:
             now = self._clock.now()
             envelope = Envelope(
-                id=self._ids.new_id(),
+                id=new_id(),
                 sender=sender,
                 to=recipient,
                 type=draft.type,
@@ -315,6 +328,17 @@ class Maildir:
         """Whether ``agent``'s ``new`` or ``cur`` has a message with this id (keyed re-delivery)."""
         box = self._require(agent)
         return any(_id_of(n) == message_id for sub in ("new", "cur") for n in os.listdir(box / sub))
+
+    def unread(self, agent: str) -> int:
+        """How many messages wait in ``new`` (not acked yet)."""
+        return len(os.listdir(self._require(agent) / "new"))
+
+    def has_unread(self, agent: str) -> bool:
+        """Whether ``new`` holds anything (one listdir, no parsing); False without an inbox."""
+        try:
+            return bool(os.listdir(self.inbox(agent) / "new"))
+        except FileNotFoundError:
+            return False
 
     def counts(self, agent: str) -> tuple[int, int]:
         """(messages in ``new``, messages in ``cur``)."""

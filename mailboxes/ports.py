@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -108,6 +109,12 @@ class Mailbox(Protocol):
         ``UnknownRecipient``."""
         ...
 
+    def deliver_keyed(self, sender: str, draft: MessageDraft, message_id: str) -> bool:
+        """Deliver ``draft`` to one agent under ``message_id`` unless it already holds that id
+        (acked or not): a sender that may have delivered before a restart delivers once. True
+        if delivered now."""
+        ...
+
     def pending(
         self, agent: str, *, max_messages: int = 50, max_bytes: int = 256_000
     ) -> list[Envelope]:
@@ -126,6 +133,20 @@ class Mailbox(Protocol):
         """Create ``agent``'s inbox if it does not exist (idempotent)."""
         ...
 
+    def unread(self, agent: str) -> int:
+        """How many messages ``agent`` has not acked yet (``UnknownRecipient`` if no inbox)."""
+        ...
+
+    def has_unread(self, agent: str) -> bool:
+        """Whether ``agent`` has any unacked message (False when it has no inbox); cheaper than
+        ``unread`` (the rescan tick asks it of every member)."""
+        ...
+
+    def holds(self, agent: str, message_id: str) -> bool:
+        """Whether ``agent``'s inbox has the message of this id, acked or not (keyed
+        re-delivery: a sender that may have delivered before a restart asks first)."""
+        ...
+
 
 @runtime_checkable
 class Liveness(Protocol):
@@ -141,12 +162,37 @@ class Liveness(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class JournalAdvanced:
+    """Wake-up hint: the journal may have new events (re-read from your cursor)."""
+
+
+@dataclass(frozen=True, slots=True)
+class InboxChanged:
+    """Wake-up hint: ``agent``'s inbox changed (a message arrived or was acked)."""
+
+    agent: str
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    """Wake-up hint: the periodic rescan; re-check everything (a hint may have been dropped)."""
+
+
+Hint = JournalAdvanced | InboxChanged | Tick
+"""What a ``Watcher`` reports. Consumers match on these types only, never on paths."""
+
+OnHints = Callable[[frozenset[Hint]], None]
+"""A watcher's callback: the hints of one batch (never empty), called on the watcher's thread."""
+
+
 class Watcher(Protocol):
-    """Turns file changes by any process into wake-up hints. Hints may be coalesced, spurious
-    or (rarely) dropped; a periodic rescan tick bounds the cost of a dropped one."""
+    """Turns changes by any process into wake-up hints (``OnHints``). Hints may be coalesced,
+    spurious or (rarely) dropped; a periodic ``Tick`` bounds the cost of a dropped one."""
 
     def start(self) -> None:
-        """Start watching in a background thread (idempotent)."""
+        """Start watching in a background thread (idempotent). A change made after ``start``
+        returns is reported."""
         ...
 
     def stop(self) -> None:

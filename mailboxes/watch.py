@@ -1,10 +1,14 @@
 """Wake-up hints from file changes by any process, via ``watchfiles``
-(docs/ARCHITECTURE.md, "Mailboxes").
+(docs/ARCHITECTURE.md, "Mailboxes" and "Backends and seams").
 
-Hints are only hints: the consumer re-lists what it cares about on every call. ``on_change``
-receives the changed paths, or an empty set on the periodic rescan tick, which comes at least
-every ``rescan_s`` so that a dropped inotify event costs at most one tick. If the native watcher
-cannot start (missing folder, inotify limits), the thread falls back to ticks alone.
+Hints are only hints: the consumer re-lists what it cares about on every call. ``FileWatcher``
+is the raw layer: ``on_change`` receives the changed paths, or an empty set on the periodic
+rescan tick, which comes at least every ``rescan_s`` so that a dropped inotify event costs at
+most one tick. If the native watcher cannot start (missing folder, inotify limits), the thread
+falls back to ticks alone. ``HintWatcher`` is the file ``Watcher`` of ``mailboxes.ports``: it
+watches the journal and the Maildir root and translates their paths into typed hints
+(``JournalAdvanced``, ``InboxChanged(agent)``, ``Tick``), so nothing outside ``mailboxes/``
+looks at a path.
 """
 
 from __future__ import annotations
@@ -16,7 +20,10 @@ from pathlib import Path
 
 import watchfiles
 
-__all__ = ["FileWatcher"]
+from mailboxes.messages import check_agent_name
+from mailboxes.ports import Hint, InboxChanged, JournalAdvanced, OnHints, Tick
+
+__all__ = ["FileWatcher", "HintWatcher", "hints_for"]
 
 log = logging.getLogger(__name__)
 
@@ -123,3 +130,81 @@ class _ArmedProbe:
         if not self._ready.is_set():
             self._ready.set()
         return self._stop.is_set()
+
+
+def hints_for(
+    paths: set[Path], *, journal: Path | None = None, mailboxes: Path | None = None
+) -> frozenset[Hint]:
+    """The hints of one batch of changed ``paths`` (empty: the rescan tick). A change of the
+    ``journal`` file is ``JournalAdvanced``; one of a file in ``<mailboxes>/<agent>/new/`` (a
+    delivery, or an ack taking it away) is ``InboxChanged(agent)``; anything else is no hint."""
+    if not paths:
+        return frozenset({Tick()})
+    journals = _forms(journal)
+    roots = _forms(mailboxes)
+    hints: set[Hint] = set()
+    for path in paths:
+        path = Path(path)
+        if path in journals:
+            hints.add(JournalAdvanced())
+            continue
+        for root in roots:
+            if path.is_relative_to(root):
+                parts = path.relative_to(root).parts
+                if len(parts) == 3 and parts[1] == "new" and _is_agent_name(parts[0]):
+                    hints.add(InboxChanged(parts[0]))
+                break
+    return frozenset(hints)
+
+
+class HintWatcher:
+    """The file ``Watcher``: a ``FileWatcher`` over the journal file and the Maildir root whose
+    paths become typed hints. ``on_hints`` never sees an empty batch (a batch of paths that mean
+    nothing, such as a write into ``tmp/``, is dropped)."""
+
+    def __init__(
+        self,
+        on_hints: OnHints,
+        *,
+        journal: Path | None = None,
+        mailboxes: Path | None = None,
+        rescan_s: float = 2.0,
+    ) -> None:
+        self._on_hints = on_hints
+        self._journal = journal
+        self._mailboxes = mailboxes
+        paths = [p for p in (mailboxes, journal) if p is not None]
+        self._files = FileWatcher(paths, self._on_paths, rescan_s)
+
+    def start(self) -> None:
+        self._files.start()
+
+    def stop(self) -> None:
+        self._files.stop()
+
+    def __enter__(self) -> HintWatcher:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _on_paths(self, paths: set[Path]) -> None:
+        hints = hints_for(paths, journal=self._journal, mailboxes=self._mailboxes)
+        if hints:
+            self._on_hints(hints)
+
+
+def _forms(path: Path | None) -> tuple[Path, ...]:
+    """``path`` as watchfiles may report it: absolute, and with symlinks resolved."""
+    if path is None:
+        return ()
+    return tuple(dict.fromkeys((Path(path).absolute(), Path(path).resolve())))
+
+
+def _is_agent_name(name: str) -> bool:
+    try:
+        check_agent_name(name)
+    except ValueError:
+        return False
+    return True

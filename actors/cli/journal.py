@@ -81,10 +81,8 @@ def _follow(team: Team, last: int, as_json: bool) -> None:
     """Print events as they are appended: woken by the file watcher, never by a sleep loop."""
     import threading
 
-    from mailboxes.watch import FileWatcher
-
     wake = threading.Event()
-    watcher = FileWatcher([team.repo.team_dir], lambda _paths: wake.set())
+    watcher = team.watch(lambda _hints: wake.set(), inboxes=False)
     watcher.start()
     try:
         while True:

@@ -49,7 +49,7 @@ from mailboxes.errors import UnknownRecipient
 from mailboxes.events import CronCancelled, CronFired, CronScheduled, Event, EventDraft, draft
 from mailboxes.maildir import Maildir
 from mailboxes.messages import MessageDraft, check_agent_name
-from mailboxes.ports import Clock, EventStore, IdSource
+from mailboxes.ports import Clock, EventStore, IdSource, Mailbox
 from teamctl_base.crashpoints import crash_point
 
 log = logging.getLogger(__name__)
@@ -65,25 +65,22 @@ def message_id(*parts: str) -> str:
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:32]
 
 
-class _OneId:
-    def __init__(self, value: str) -> None:
-        self._value = value
+class MailboxDelivery:
+    """``KeyedDeliver`` over a ``Mailbox``: delivered before a restart, once is enough."""
 
-    def new_id(self) -> str:
-        return self._value
-
-
-class MaildirDelivery:
-    """``KeyedDeliver`` over the Maildir inboxes under ``root``."""
-
-    def __init__(self, root: Path, clock: Clock | None = None) -> None:
-        self.root = Path(root)
-        self._clock = clock
+    def __init__(self, mailbox: Mailbox) -> None:
+        self.mailbox = mailbox
 
     def __call__(self, sender: str, draft: MessageDraft, message_id: str) -> None:
-        box = Maildir(self.root, self._clock, _OneId(message_id))
-        if not box.holds(draft.to, message_id):  # delivered before a restart: once is enough
-            box.deliver(sender, draft)
+        self.mailbox.deliver_keyed(sender, draft, message_id)
+
+
+class MaildirDelivery(MailboxDelivery):
+    """``KeyedDeliver`` over the Maildir inboxes under ``root`` (tests and tools without a team)."""
+
+    def __init__(self, root: Path, clock: Clock | None = None) -> None:
+        super().__init__(Maildir(root, clock))
+        self.root = Path(root)
 
 
 class Timer(Protocol):

@@ -4,7 +4,7 @@
 A turn is a chain of ``Step`` messages the actor tells itself; between two steps its mailbox is
 processed, so a wake, user input or a stop is handled without waiting for the whole turn.
 
-Mail: a ``Wake`` re-lists the Maildir inbox. Between turns the new batch opens a turn; during a
+Mail: a ``Wake`` re-lists the ``Mailbox`` inbox. Between turns the new batch opens a turn; during a
 turn it is injected (the loop attaches it after the next tool results) and several wakes coalesce.
 A message is acked (moved to ``cur/``) only after a model call that had it in its request
 succeeded and the answer is in the transcript (before that answer's tools run); a crash before
@@ -31,8 +31,8 @@ from harness.ports import Message, TextBlock, ToolUseBlock
 if TYPE_CHECKING:
     from harness.agent import Agent
     from harness.loop import StepResult
-    from mailboxes.maildir import Maildir
     from mailboxes.messages import Envelope
+    from mailboxes.ports import Mailbox
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +47,8 @@ class AgentHost(Protocol):
     ``name`` is the agent's, ``generation`` the incarnation of the actor calling)."""
 
     @property
-    def mailbox(self) -> Maildir:
-        """The team's Maildir (the agent reads and acks its own inbox)."""
+    def mailbox(self) -> Mailbox:
+        """The team's ``Mailbox`` (the agent reads and acks its own inbox)."""
         ...
 
     def set_status(self, name: str, status: str, reason: str = "") -> None:

@@ -64,14 +64,13 @@ class Background:
             from actors.jobs.actor import JobsHandle, JobsRunner
         except ImportError:
             return
-        from actors.jobs.scheduler import MaildirDelivery
+        from actors.jobs.scheduler import MailboxDelivery
         from harness.shell.sandbox import Sandbox
 
-        team_dir = self._team.repo.team_dir
         self.jobs = JobsHandle.start(
             self._team.journal,
-            MaildirDelivery(team_dir / "mailboxes"),
-            jobs_dir=team_dir / "jobs",
+            MailboxDelivery(self._team.mailbox),
+            jobs_dir=self._team.repo.team_dir / "jobs",
             clock=self._clock,
             ids=UuidIds(),
             sandbox=Sandbox(self._settings.bash_sandbox),
@@ -82,11 +81,11 @@ class Background:
         self.job_runner = JobsRunner(self.jobs)
 
     def start_scheduler(self) -> None:
-        from actors.jobs.scheduler import MaildirDelivery, SchedulerHandle, thread_timer
+        from actors.jobs.scheduler import MailboxDelivery, SchedulerHandle, thread_timer
 
         self.scheduler = SchedulerHandle.start(
             self._team.journal,
-            MaildirDelivery(self._team.repo.team_dir / "mailboxes"),
+            MailboxDelivery(self._team.mailbox),
             clock=self._cron_clock,
             ids=UuidIds(),
             timer=self._cron_timer or thread_timer,

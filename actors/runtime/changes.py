@@ -1,8 +1,9 @@
-"""What the runtime does when a file changes: its one ``FileWatcher`` and the routing of its hints.
+"""What the runtime does when the team changes: its one ``Watcher`` and the routing of its hints.
 
-The watcher (``mailboxes.watch``) covers every inbox and the journal, whoever wrote them (this
-process, ``teamctl send`` or another runtime's members). A new file in ``<agent>/new/`` wakes
-that agent's actor; the periodic rescan tick wakes only who has unread mail. A journal change is
+The watcher (``Team.watch``) covers every inbox and the journal, whoever wrote them (this
+process, ``teamctl send`` or another runtime's members), and reports typed hints, never paths
+(docs/ARCHITECTURE.md, "Backends and seams"). ``InboxChanged(agent)`` wakes that agent's actor;
+the periodic ``Tick`` wakes only who has unread mail. ``JournalAdvanced`` (and every tick) is
 followed: a forced stop request (``teamctl stop --force``) stops the member it names, each new
 event goes out as a ``team_event``, permission waits see their decisions, claims of dead owners
 are reaped, and the teammates hear that the board changed.
@@ -10,11 +11,10 @@ are reaped, and the teammates hear that the board changed.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from actors.runtime.stop import FORCE_PREFIX
+from mailboxes.ports import Hint, InboxChanged, JournalAdvanced, Tick
 
 if TYPE_CHECKING:
     from actors.factory import Team
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from actors.runtime.process import EventSink
     from actors.runtime.roster import Roster
     from mailboxes.events import Event
-    from mailboxes.watch import FileWatcher
+    from mailboxes.ports import Watcher
 
 __all__ = ["Changes"]
 
@@ -48,19 +48,12 @@ class Changes:
         self._decisions = decisions
         self._rescan_s = rescan_s
         self._seen_seq = 0
-        self._watcher: FileWatcher | None = None
+        self._watcher: Watcher | None = None
 
     def start(self, seen_seq: int) -> None:
         """Watch the inboxes and the journal; journal events up to ``seen_seq`` are known."""
-        from mailboxes.watch import FileWatcher
-
         self._seen_seq = seen_seq
-        team_dir = self._team.repo.team_dir
-        self._watcher = FileWatcher(
-            [team_dir / "mailboxes", team_dir / "journal.jsonl"],
-            self._on_change,
-            rescan_s=self._rescan_s,
-        )
+        self._watcher = self._team.watch(self._on_hints, self._rescan_s)
         self._watcher.start()
 
     def stop(self) -> None:
@@ -91,25 +84,19 @@ class Changes:
             }
         )
 
-    def _on_change(self, paths: set[Path]) -> None:
+    def _on_hints(self, hints: frozenset[Hint]) -> None:
         members, roster, mailbox = self._members, self._roster, self._team.mailbox
         if roster.stopping:
             return
-        tick = not paths
-        journal = tick
-        for path in paths:
-            if path.name == "journal.jsonl":
-                journal = True
-                continue
-            if path.parent.name == "new":
-                agent = mailbox.agent_for_path(path)
-                if agent is not None:
-                    members.wake(agent)
-        if tick:  # the safety net: wake only who has unread mail (a listdir each, no parsing)
+        tick = Tick() in hints
+        for hint in hints:
+            if isinstance(hint, InboxChanged):
+                members.wake(hint.agent)
+        if tick:  # the safety net: wake only who has unread mail (cheap: no parsing)
             for name in roster.names():
-                if os.listdir(mailbox.inbox(name) / "new"):
+                if mailbox.has_unread(name):
                     members.wake(name, "tick")
-        if journal:
+        if tick or JournalAdvanced() in hints:
             self._on_journal(tick=tick)
         roster.notify()
 

@@ -48,8 +48,8 @@ if TYPE_CHECKING:
     from actors.runtime.supervision import Supervision
     from actors.runtime.usage import UsageMeter
     from actors.settings import Settings
-    from mailboxes.maildir import Maildir
     from mailboxes.messages import Envelope
+    from mailboxes.ports import Mailbox
 
 __all__ = ["FORCED", "PAUSED", "RUNTIME", "MemberHosting"]
 
@@ -106,7 +106,7 @@ class MemberHosting:
     # -- AgentHost, TeammateHost ---------------------------------------------------------------
 
     @property
-    def mailbox(self) -> Maildir:
+    def mailbox(self) -> Mailbox:
         return self._team.mailbox
 
     @property

@@ -23,7 +23,7 @@ shown (``HumanDesk.on_ask``, with its id) and waited for. The journal decides ra
 an answer arriving together with the timeout is either the decision or refused as too late.
 
 The wait is event-driven: ``JournalDecisions`` wakes a ``threading.Event`` per request when a
-``FileWatcher`` on the journal (or an in-process ``notify``) shows the decision.
+``Watcher``'s ``JournalAdvanced`` hint (or an in-process ``notify``) shows the decision.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from actors.board.board import Board
     from actors.services import TeamServices
     from harness.settings import PermissionMode, PermissionSettings
-    from mailboxes.watch import FileWatcher
+    from mailboxes.ports import OnHints, Watcher
 
 __all__ = [
     "HumanAsk",
@@ -60,6 +60,7 @@ __all__ = [
     "PermissionRefused",
     "PermissionRouter",
     "WaitForDecision",
+    "WatchJournal",
     "allow_hint",
     "session_rule",
     "shown_target",
@@ -69,6 +70,9 @@ LEAD = "lead"
 
 WaitForDecision = Callable[[str, float], PermissionAnswer | None]
 """Block until request ``id`` is decided (its answer) or ``timeout`` seconds pass (``None``)."""
+
+WatchJournal = Callable[["OnHints", float], "Watcher"]
+"""``(on_hints, rescan_s) -> Watcher`` of the journal (``Team.watch`` is one)."""
 
 OnWait = Callable[[bool], None]
 """Told ``True`` when a teammate starts waiting for an answer, ``False`` when it stops."""
@@ -82,15 +86,17 @@ class JournalDecisions:
     """Waits for ``permission.decided`` events in the journal. Thread-safe; one watcher thread
     (started on the first wait) serves every waiter. ``close()`` stops it."""
 
-    def __init__(self, store: EventStore, watch: Sequence[Path], *, rescan_s: float = 2.0) -> None:
+    def __init__(
+        self, store: EventStore, watch: WatchJournal | None, *, rescan_s: float = 2.0
+    ) -> None:
         self._store = store
-        self._watch_paths = tuple(watch)
+        self._watch = watch
         self._rescan_s = rescan_s
         self._lock = threading.Lock()
         self._cursor = 0
         self._decided: dict[str, PermissionAnswer] = {}
         self._waiters: dict[str, list[threading.Event]] = {}
-        self._watcher: FileWatcher | None = None
+        self._watcher: Watcher | None = None
         self._refusal: tuple[str, str] | None = None
 
     def wait(self, request_id: str, timeout_s: float) -> PermissionAnswer | None:
@@ -155,14 +161,10 @@ class JournalDecisions:
             watcher.stop()
 
     def _ensure_watching(self) -> None:
-        from mailboxes.watch import FileWatcher
-
         with self._lock:
-            if self._watcher is not None or not self._watch_paths:
+            if self._watcher is not None or self._watch is None:
                 return
-            watcher = FileWatcher(
-                self._watch_paths, lambda _paths: self.scan(), rescan_s=self._rescan_s
-            )
+            watcher = self._watch(lambda _hints: self.scan(), self._rescan_s)
             self._watcher = watcher
         watcher.start()
 

@@ -3,7 +3,7 @@
 It opens the team, takes ``.team/runtime.lock`` (a second runtime on the repository refuses; ``join``
 mode hosts one teammate next to it instead: see below), holds each hosted member's liveness lease
 (``.team/members/<agent>.lock``) for the member's lifetime, reaps claims of dead owners on start and
-whenever the journal changes, runs ONE ``FileWatcher`` over the inboxes and the journal and routes
+whenever the journal changes, runs ONE ``Watcher`` over the inboxes and the journal and routes
 its hints to the actors, starts the Supervisor, the cron Scheduler, the background Jobs and the
 MCP servers, and offers ``TeamServices`` to the team tools. ``stop`` pauses the team: actors and
 MCP servers stopped, jobs killed, every member recorded ``paused`` with its claim, transcript and
@@ -99,8 +99,8 @@ if TYPE_CHECKING:
     from harness.hooks import HookRunner
     from harness.tools.base import Approver
     from mailboxes.fsutil import Fsync
-    from mailboxes.maildir import Maildir
     from mailboxes.ports import Clock as ClockPort
+    from mailboxes.ports import Mailbox
 
 __all__ = ["RuntimeBusy", "TeamRuntime"]
 
@@ -171,7 +171,7 @@ class TeamRuntime:
             self.roster.notify()  # a headless run waiting for the team ends at once
 
         self.usage = UsageMeter(team.board, settings.team, on_hit=cap_reached)
-        self.decisions = JournalDecisions(team.journal, ())
+        self.decisions = JournalDecisions(team.journal, None)
         self.worktrees = TaskWorktrees(
             team.repo.root, team.board, settings, lock_path=team.repo.team_dir / "worktrees.lock"
         )
@@ -258,7 +258,7 @@ class TeamRuntime:
         return self.team.board
 
     @property
-    def mailbox(self) -> Maildir:
+    def mailbox(self) -> Mailbox:
         return self.team.mailbox
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -379,7 +379,7 @@ class TeamRuntime:
 
     def _unread(self, name: str) -> int:
         try:
-            return self.mailbox.counts(name)[0]
+            return self.mailbox.unread(name)
         except MailboxesError:  # no inbox yet: nothing unread
             return 0
 
@@ -475,7 +475,7 @@ class TeamRuntime:
             return False
         names, _roles = at_rest
         for name in names:
-            if self.mailbox.counts(name)[0]:
+            if self.mailbox.unread(name):
                 return False
         state = self.board.refresh()
         for task in state.ready():  # one its teammate gave up on waits for another taker

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from actors.runtime.hosting import MemberHosting
     from actors.runtime.process import EventSink
     from actors.runtime.roster import Roster
-    from mailboxes.maildir import Maildir
+    from mailboxes.ports import Mailbox
 
 __all__ = [
     "BACKOFF_S",
@@ -277,7 +277,7 @@ class Supervision:
         roster: Roster,
         *,
         board: Board,
-        mailbox: Maildir,
+        mailbox: Mailbox,
         events: EventSink,
         lead: str,
         policy: Literal["never", "on-crash"],

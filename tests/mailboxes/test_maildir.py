@@ -375,3 +375,19 @@ def test_any_interleaving_matches_a_simple_model(ops: list[tuple[str, str, float
                 assert in_cur == acked[name]
                 # Only a copy of an unacked message may wait in new beside its original.
                 assert in_new == set(unacked[name])
+
+
+def test_unread_and_keyed_delivery_through_the_protocol(box: Maildir) -> None:
+    mailbox: Mailbox = box
+    assert (mailbox.unread("bob"), mailbox.has_unread("bob")) == (0, False)
+    assert mailbox.has_unread("nobody") is False
+    draft = MessageDraft.text("bob", "cron fired")
+    assert mailbox.deliver_keyed("lead", draft, "fire-1") is True
+    assert mailbox.deliver_keyed("lead", draft, "fire-1") is False  # once per id
+    [env] = mailbox.pending("bob")
+    assert (env.id, mailbox.unread("bob"), mailbox.has_unread("bob")) == ("fire-1", 1, True)
+    mailbox.ack("bob", ["fire-1"])
+    assert mailbox.deliver_keyed("lead", draft, "fire-1") is False  # acked still counts
+    assert (mailbox.unread("bob"), mailbox.holds("bob", "fire-1")) == (0, True)
+    with pytest.raises(UnknownRecipient):
+        mailbox.unread("nobody")

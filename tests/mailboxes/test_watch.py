@@ -1,4 +1,5 @@
-"""mailboxes/watch.py: wake-up hints from writes by other processes, ticks, and stop."""
+"""mailboxes/watch.py: wake-up hints from writes by other processes, ticks, and stop; the
+typed hints (``JournalAdvanced``, ``InboxChanged``, ``Tick``) translated from real file changes."""
 
 from __future__ import annotations
 
@@ -10,8 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from mailboxes.events import TeamCreated, draft
+from mailboxes.journal.store import FileJournal
 from mailboxes.maildir import Maildir
-from mailboxes.watch import FileWatcher
+from mailboxes.messages import MessageDraft
+from mailboxes.ports import Hint, InboxChanged, JournalAdvanced, Tick, Watcher
+from mailboxes.watch import FileWatcher, HintWatcher, hints_for
 
 SEND = textwrap.dedent(
     """
@@ -117,3 +122,91 @@ def test_missing_path_falls_back_to_ticks(tmp_path: Path, caplog: pytest.LogCapt
         finally:
             watcher.stop()
     assert any("falling back" in r.getMessage() for r in caplog.records)
+
+
+class Hints:
+    """Collects hint batches; ``wait_for(hint)`` blocks until some batch held it."""
+
+    def __init__(self) -> None:
+        self.batches: list[frozenset[Hint]] = []
+        self._changed = threading.Condition()
+
+    def __call__(self, hints: frozenset[Hint]) -> None:
+        with self._changed:
+            self.batches.append(hints)
+            self._changed.notify_all()
+
+    def wait_for(self, hint: Hint) -> bool:
+        with self._changed:
+            return self._changed.wait_for(lambda: any(hint in b for b in self.batches), 10)
+
+    def seen(self) -> set[Hint]:
+        with self._changed:
+            return set().union(*self.batches)
+
+
+@pytest.fixture
+def team_files(tmp_path: Path) -> tuple[FileJournal, Maildir]:
+    journal = FileJournal(tmp_path)
+    box = Maildir(tmp_path / "mailboxes")
+    for agent in ("bob", "carol"):
+        box.ensure_inbox(agent)
+    return journal, box
+
+
+def test_a_delivery_is_inbox_changed_of_its_agent_only(
+    team_files: tuple[FileJournal, Maildir],
+) -> None:
+    journal, box = team_files
+    hints = Hints()
+    watcher: Watcher = HintWatcher(hints, journal=journal.path, mailboxes=box.root, rescan_s=60)
+    watcher.start()
+    try:
+        subprocess.run([sys.executable, "-c", SEND, str(box.root)], check=True, timeout=60)
+        assert hints.wait_for(InboxChanged("bob"))
+    finally:
+        watcher.stop()
+    assert hints.seen() <= {InboxChanged("bob")}  # no journal hint, nobody else's inbox
+    assert all(hints.batches)  # never an empty batch
+
+
+def test_a_journal_append_is_journal_advanced(team_files: tuple[FileJournal, Maildir]) -> None:
+    journal, box = team_files
+    hints = Hints()
+    with HintWatcher(hints, journal=journal.path, mailboxes=box.root, rescan_s=60):
+        journal.append(lambda _seen: [draft("team.created", "cli", TeamCreated(name="t"))], after=0)
+        assert hints.wait_for(JournalAdvanced())
+    assert hints.seen() == {JournalAdvanced()}
+
+
+def test_an_ack_is_inbox_changed_and_a_tick_comes_without_changes(
+    team_files: tuple[FileJournal, Maildir],
+) -> None:
+    journal, box = team_files
+    [sent] = box.deliver("lead", MessageDraft.text("carol", "hello"))
+    hints = Hints()
+    with HintWatcher(hints, journal=journal.path, mailboxes=box.root, rescan_s=60):
+        box.ack("carol", [sent.id])
+        assert hints.wait_for(InboxChanged("carol"))
+    ticks = Hints()
+    with HintWatcher(ticks, journal=journal.path, mailboxes=box.root, rescan_s=0.02):
+        assert ticks.wait_for(Tick())
+
+
+def test_paths_translate_into_hints_and_nothing_else(tmp_path: Path) -> None:
+    journal, root = tmp_path / "journal.jsonl", tmp_path / "mailboxes"
+    assert hints_for(set(), journal=journal, mailboxes=root) == {Tick()}
+    changed = {
+        journal,
+        root / "bob" / "new" / "m1",
+        root / "bob" / "tmp" / "m2",  # a delivery in progress: its rename into new/ follows
+        root / "carol" / "cur" / "m3",
+        root / ".hidden" / "new" / "m4",
+        tmp_path / "journal.jsonl.tmp",
+        tmp_path / "elsewhere" / "new" / "m5",
+    }
+    assert hints_for(changed, journal=journal, mailboxes=root) == {
+        JournalAdvanced(),
+        InboxChanged("bob"),
+    }
+    assert hints_for({root / "bob" / "new" / "m1"}, journal=journal) == frozenset()

@@ -10,12 +10,19 @@ from pathlib import Path
 import pytest
 
 from actors.board import protocols as bp
-from actors.runtime.permission_requests import JournalDecisions, PermissionRefused, PermissionRouter
+from actors.runtime.permission_requests import (
+    JournalDecisions,
+    PermissionRefused,
+    PermissionRouter,
+    WatchJournal,
+)
 from actors.tools.toolsets import NO_HOOKS, lead_tools
 from harness.permissions.checks import Permissions
 from harness.permissions.policy import HarnessPolicy
 from harness.ports import ToolUseBlock
 from harness.tools.base import PermissionRequest, ToolContext
+from mailboxes.ports import OnHints, Watcher
+from mailboxes.watch import HintWatcher
 from tests.actors.cli.cli_support import fails, ok, ok_json
 from tests.actors.team_fakes import Driver, FakeTeam, make_team
 
@@ -83,6 +90,15 @@ class Asking:
         return self.outcome[0]
 
 
+def journal_watch(team: FakeTeam) -> WatchJournal:
+    """The file watcher of ``team``'s journal (what ``Team.watch`` builds without inboxes)."""
+
+    def build(on_hints: OnHints, rescan_s: float) -> Watcher:
+        return HintWatcher(on_hints, journal=team.journal.path, rescan_s=rescan_s)
+
+    return build
+
+
 def journal_router(
     team: FakeTeam, waits: JournalDecisions, rid: str, timeout_s: float | None = None
 ) -> Callable[[Callable[[bool], None]], PermissionRouter]:
@@ -99,7 +115,7 @@ def test_human_answers_from_the_cli(
 ) -> None:
     team = make(permissions="human")
     monkeypatch.chdir(team.root)
-    waits = JournalDecisions(team.journal, [team.journal.path], rescan_s=0.5)
+    waits = JournalDecisions(team.journal, journal_watch(team), rescan_s=0.5)
     try:
         asking = Asking(journal_router(team, waits, "perm-h1")).start(team)
         [listed] = ok_json(["permissions"])
@@ -122,7 +138,7 @@ def test_human_denial_reaches_the_teammate_with_the_reason(
 ) -> None:
     team = make(permissions="human")
     monkeypatch.chdir(team.root)
-    waits = JournalDecisions(team.journal, [team.journal.path], rescan_s=0.5)
+    waits = JournalDecisions(team.journal, journal_watch(team), rescan_s=0.5)
     try:
         asking = Asking(journal_router(team, waits, "perm-h2")).start(team)
         ok(["reject", "perm-h2", "--feedback", "use make clean"])
@@ -136,7 +152,7 @@ def test_human_denial_reaches_the_teammate_with_the_reason(
 def test_lead_answers_with_its_tool(make: Callable[..., FakeTeam]) -> None:
     team = make(permissions="lead")
     lead = Driver(lead_tools(team, hooks=NO_HOOKS), "lead", team.root)
-    waits = JournalDecisions(team.journal, [team.journal.path])
+    waits = JournalDecisions(team.journal, journal_watch(team))
     try:
         asking = Asking(journal_router(team, waits, "perm-l1")).start(team)
         [msg] = team.inbox("lead")
@@ -163,7 +179,7 @@ def test_lead_answer_wakes_an_in_process_waiter_through_notify(
     make: Callable[..., FakeTeam],
 ) -> None:
     team = make(permissions="lead")
-    waits = JournalDecisions(team.journal, [])  # no watcher: only notify wakes it
+    waits = JournalDecisions(team.journal, None)  # no watcher: only notify wakes it
     asking = Asking(journal_router(team, waits, "perm-n1")).start(team)
     waits.notify(bp.decide_permission(team.board, "perm-n1", True, by="lead"))
     assert asking.result() is True
@@ -171,7 +187,7 @@ def test_lead_answer_wakes_an_in_process_waiter_through_notify(
 
 def test_no_answer_times_out_into_a_journaled_denial(make: Callable[..., FakeTeam]) -> None:
     team = make(permissions="human", timeout_s=0.05)
-    waits = JournalDecisions(team.journal, [team.journal.path])
+    waits = JournalDecisions(team.journal, journal_watch(team))
     try:
         refused = Asking(journal_router(team, waits, "perm-t1")).start(team).result()
     finally:

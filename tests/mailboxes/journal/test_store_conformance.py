@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -14,25 +15,38 @@ from mailboxes.journal.memory import MemoryEventStore
 from mailboxes.journal.store import FileJournal
 from mailboxes.ports import EventStore
 from tests.support.fakes import FakeClock
+from tests.support.nats_server import running_server
 
 StoreFactory = Callable[[], EventStore]
 
 
-@pytest.fixture(params=["memory", "file"])
+@pytest.fixture(params=["memory", "file", "nats"])
 def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
-    """A factory of stores sharing one backing (for file: one ``.team`` folder)."""
+    """A factory of stores sharing one backing (for file: one ``.team`` folder; for nats: one
+    stream on a real ``nats-server``, each store with its own connection)."""
     made: list[EventStore] = []
     clock = FakeClock(1_000.0)
     memory = MemoryEventStore(clock)
+    with ExitStack() as stack:
+        if request.param == "nats":
+            from mailboxes.journal.nats import NatsEventStore
 
-    def factory() -> EventStore:
-        store: EventStore = memory if request.param == "memory" else FileJournal(tmp_path, clock)
-        made.append(store)
-        return store
+            server = stack.enter_context(contextmanager(running_server)(tmp_path / "nats"))
 
-    yield factory
-    for store in made:
-        store.close()
+        def factory() -> EventStore:
+            store: EventStore
+            if request.param == "memory":
+                store = memory
+            elif request.param == "file":
+                store = FileJournal(tmp_path, clock)
+            else:
+                store = NatsEventStore(server.url, "conformance", clock)
+            made.append(store)
+            return store
+
+        yield factory
+        for store in made:
+            store.close()
 
 
 def task(n: int, op_id: str | None = None) -> ev.EventDraft:
