@@ -9,7 +9,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,9 +31,9 @@ from mailboxes.maildir import Maildir
 from mailboxes.messages import check_agent_name
 
 if TYPE_CHECKING:
-    from actors.settings import Settings
+    from actors.settings import NatsBackend, Settings
     from mailboxes.journal.salvage import SalvageReport
-    from mailboxes.ports import OnHints, Watcher
+    from mailboxes.ports import EventStore, Liveness, OnHints, Watcher
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +44,73 @@ EXCLUDES = (".team/", ".tasks/", ".worktrees/")
 LEAD = "lead"
 RUNTIME_LOCK = "runtime.lock"
 """``.team/runtime.lock``: held (flock) by the process running the team."""
+
+
+MIXED_NOTICE = (
+    "backend {url}: journal and liveness on JetStream; mailboxes and wake-ups stay files under "
+    ".team/ (journal changes are seen at the rescan tick)"
+)
+"""The one-line notice a team on the JetStream backend logs when opened."""
+
+
+@dataclass
+class Stores:
+    """A team's journal and liveness on the chosen backend (``open_stores``)."""
+
+    journal: EventStore
+    liveness: Liveness
+    backend: NatsBackend | None = None
+    """None: the file backend."""
+
+    def close(self) -> None:
+        try:
+            self.journal.close()
+        finally:
+            close = getattr(self.liveness, "close", None)  # NatsLiveness: stop its refreshes
+            if close is not None:
+                close()
+
+
+def open_stores(
+    repo: Repo,
+    *,
+    fsync: Fsync | None = None,
+    read_only: bool = False,
+    environ: Mapping[str, str] | None = None,
+) -> Stores:
+    """The journal and liveness of the team in ``repo`` on the backend of its settings
+    (``actors.settings.team_backend``: ``$TEAMCTL_BACKEND``, else the top-level ``backend`` of
+    ``.team/settings.json``; docs/ARCHITECTURE.md, "Backends and seams"). ``"file"``: a
+    ``FileJournal`` in ``.team/`` (``fsync``, ``read_only`` as ``open_team`` says) and
+    ``FlockLiveness`` in ``.team/members/``. ``nats://…/TEAM``: ``NatsEventStore`` and
+    ``NatsLiveness`` of team TEAM (a notice says the mailboxes stay files). A bad value is a
+    ``SettingsError`` naming the setting and its file."""
+    from actors.settings import team_backend
+
+    backend = team_backend(repo.settings_path, environ)
+    if backend is None:
+        journal: EventStore
+        if read_only:
+            journal = FileJournal(repo.team_dir, read_only=True)
+        else:
+            journal = (
+                FileJournal(repo.team_dir)
+                if fsync is None
+                else FileJournal(repo.team_dir, fsync=fsync)
+            )
+        return Stores(journal, FlockLiveness(repo.team_dir / "members"))
+    from mailboxes.journal.nats import NatsEventStore
+    from mailboxes.nats_liveness import NatsLiveness
+
+    url = f"nats://{','.join(s.removeprefix('nats://') for s in backend.servers)}/{backend.team}"
+    log.warning(MIXED_NOTICE.format(url=url))
+    journal = NatsEventStore(backend.servers, backend.team)
+    try:
+        liveness = NatsLiveness(backend.servers, backend.team)
+    except BaseException:
+        journal.close()
+        raise
+    return Stores(journal, liveness, backend)
 
 
 class Team:
@@ -57,18 +124,19 @@ class Team:
     def __init__(
         self,
         repo: Repo,
-        journal: FileJournal,
+        stores: Stores,
         *,
         actor: str = "cli",
         fsync: Fsync | None = None,
         read_only: bool = False,
     ) -> None:
         self.repo = repo
-        self.journal = journal
+        self.stores = stores
+        self.journal = stores.journal
         self.read_only = read_only
         box = repo.team_dir / "mailboxes"
         self.mailbox = Maildir(box) if fsync is None else Maildir(box, fsync=fsync)
-        self.liveness = FlockLiveness(repo.team_dir / "members")
+        self.liveness = stores.liveness
         self.actor = actor
         self._board: Board | None = None
 
@@ -87,7 +155,12 @@ class Team:
     @property
     def damage(self) -> JournalCorrupt | None:
         """Read-only: the bad line the journal's events stop before (None: the file is sound)."""
-        return self.journal.damage
+        return self.journal.damage if isinstance(self.journal, FileJournal) else None
+
+    @property
+    def journal_path(self) -> Path | None:
+        """The journal file (None: the journal is not a file, as on the JetStream backend)."""
+        return self.journal.path if isinstance(self.journal, FileJournal) else None
 
     def state(self) -> TeamState:
         """The team state folded up to the journal's current end."""
@@ -113,7 +186,7 @@ class Team:
 
         return HintWatcher(
             on_hints,
-            journal=self.journal.path,
+            journal=self.journal_path,
             mailboxes=self.mailbox.root if inboxes else None,
             rescan_s=rescan_s,
         )
@@ -127,7 +200,7 @@ class Team:
         return [str(drift) for drift in verify(fresh, self.repo.root)]
 
     def close(self) -> None:
-        self.journal.close()
+        self.stores.close()
 
     def __enter__(self) -> Team:
         return self
@@ -184,26 +257,41 @@ def _build(
     create: bool = False,
     read_only: bool = False,
 ) -> Team:
-    team_dir = repo.team_dir
-    path = team_dir / JOURNAL_NAME
-    if not create and not path.exists():
-        raise JournalMissing(path)
-    if read_only:
-        journal = FileJournal(team_dir, read_only=True)
-    else:
-        journal = FileJournal(team_dir) if fsync is None else FileJournal(team_dir, fsync=fsync)
+    from actors.settings import team_backend
+
+    path = repo.team_dir / JOURNAL_NAME
+    if team_backend(repo.settings_path) is None and not create and not path.exists():
+        raise JournalMissing(path)  # before FileJournal, which would create the file
+    stores = open_stores(repo, fsync=fsync, read_only=read_only)
     try:
-        if not create and journal.last_seq() == 0 and journal.damage is None:
-            raise TeamError(f"the team journal {path} is empty: run `teamctl init`")
-        return Team(repo, journal, actor=actor, fsync=fsync, read_only=read_only)
+        journal = stores.journal
+        if isinstance(journal, FileJournal):
+            if not create and journal.last_seq() == 0 and journal.damage is None:
+                raise TeamError(f"the team journal {path} is empty: run `teamctl init`")
+        elif not create and journal.last_seq() == 0:
+            raise TeamError(
+                f"the team's JetStream journal is empty: run `teamctl init` in {repo.root}"
+            )
+        return Team(repo, stores, actor=actor, fsync=fsync, read_only=read_only)
     except BaseException:
-        journal.close()
+        stores.close()
         raise
+
+
+def _file_only(repo: Repo, what: str) -> None:
+    """Refuse ``what`` (a command on the journal file) when the team's journal is not a file."""
+    from actors.settings import team_backend
+
+    if team_backend(repo.settings_path) is not None:
+        raise TeamError(
+            f"{what} works on the file journal only; this team's journal is on JetStream"
+        )
 
 
 def check_team_journal(start: Path | None = None) -> JournalReport:
     """Read-only health report of the team's journal (never repairs anything)."""
     repo = find_team(start)
+    _file_only(repo, "checking the journal")
     path = repo.team_dir / JOURNAL_NAME
     if not path.exists():
         raise JournalMissing(path)
@@ -240,6 +328,7 @@ def salvage_team(start: Path | None = None) -> SalvageReport:
     from mailboxes.journal.salvage import salvage_journal
 
     repo = find_team(start)
+    _file_only(repo, "`teamctl journal salvage`")
     path = repo.team_dir / JOURNAL_NAME
     if not path.exists():
         raise JournalMissing(path)

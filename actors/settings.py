@@ -12,12 +12,13 @@ once per command or runtime start.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from actors.errors import TeamError
 from harness.settings import SETTINGS_ENV as SETTINGS_ENV  # re-exported
@@ -40,6 +41,36 @@ from harness.shell.environment import CommandEnv, CommandEnvSettings
 from teamctl_base.models import Frozen
 
 MODEL_ENV = "TEAMCTL_MODEL"
+BACKEND_ENV = "TEAMCTL_BACKEND"
+"""Overrides the ``backend`` of ``.team/settings.json`` (docs/ARCHITECTURE.md, "Backends and
+seams")."""
+
+_NATS_BACKEND = re.compile(r"^nats://([^/]+)/([A-Za-z0-9_-]{1,64})$")
+_HOST_PORT = re.compile(r"^[A-Za-z0-9.\-]+:[0-9]{1,5}$|^\[[0-9A-Fa-f:.]+\]:[0-9]{1,5}$")
+
+
+@dataclass(frozen=True)
+class NatsBackend:
+    """``nats://HOST:PORT[,HOST:PORT…]/TEAM``: the journal and liveness of team ``team`` on the
+    JetStream servers ``servers`` (``nats://HOST:PORT`` each)."""
+
+    servers: tuple[str, ...]
+    team: str
+
+
+def parse_backend(value: str) -> NatsBackend | None:
+    """``"file"``: None (the ``.team/`` files); a ``nats://`` value: a ``NatsBackend``; anything
+    else: ``ValueError`` saying what is accepted."""
+    if value == "file":
+        return None
+    match = _NATS_BACKEND.match(value)
+    hosts = match.group(1).split(",") if match else []
+    if not match or not all(_HOST_PORT.match(h) for h in hosts):
+        raise ValueError(
+            f'{value!r} is not a backend: use "file" or nats://HOST:PORT[,HOST:PORT...]/TEAM '
+            "(TEAM: 1-64 of A-Z a-z 0-9 _ -)"
+        )
+    return NatsBackend(servers=tuple(f"nats://{h}" for h in hosts), team=match.group(2))
 
 
 class _Strict(Frozen):
@@ -164,6 +195,10 @@ class McpServer(_Strict):
 class Settings(_Strict):
     """The whole settings file. Every key is optional."""
 
+    backend: str = "file"
+    """Where the team's journal and liveness live: ``"file"`` (``.team/``) or
+    ``nats://HOST:PORT[,HOST:PORT…]/TEAM`` (JetStream; mailboxes and wake-ups stay files for
+    now). Read from ``.team/settings.json``; ``$TEAMCTL_BACKEND`` overrides it (docs/SCALE-OUT.md)."""
     models: ModelSettings = ModelSettings()
     """Models per role."""
     permissions: PermissionSettings = PermissionSettings()
@@ -189,6 +224,12 @@ class Settings(_Strict):
     """Bubblewrap sandbox for ``bash``: ``enabled`` (``"auto"``/true/false), ``network``,
     ``extra_writable`` (see ``harness.shell.sandbox``). Not ``sandbox``: that is Claude Code's
     block, mapped onto this one where it means the same (``harness.settings.adapt``)."""
+
+    @field_validator("backend")
+    @classmethod
+    def _backend(cls, value: str) -> str:
+        parse_backend(value)
+        return value
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON with the file's key names."""
@@ -354,3 +395,29 @@ def default_settings_json() -> str:
     for section, key in _LEFT_TO_THE_SCOPES:
         raw[section].pop(key, None)
     return json.dumps(raw, indent=2) + "\n"
+
+
+def team_backend(path: Path, environ: Mapping[str, str] | None = None) -> NatsBackend | None:
+    """The team's backend (``parse_backend``): ``$TEAMCTL_BACKEND`` when set, else the top-level
+    ``backend`` of ``path`` (``.team/settings.json``), else ``"file"``. Reads only that key, so a
+    command that reads no other setting is not stopped by an unrelated one; a settings file that
+    is not JSON counts as ``"file"`` here (the commands that load settings report it). A bad value
+    is one ``SettingsError`` line naming the setting and where it came from."""
+    import json
+
+    env = os.environ if environ is None else environ
+    value: object = env.get(BACKEND_ENV) or None
+    source = f"${BACKEND_ENV}"
+    if value is None:
+        source = f"settings {path}: backend"
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            raw = None
+        value = raw.get("backend", "file") if isinstance(raw, dict) else "file"
+    if not isinstance(value, str):
+        raise SettingsError(f"{source}: {value!r} is not a backend: use a string")
+    try:
+        return parse_backend(value)
+    except ValueError as exc:
+        raise SettingsError(f"{source}: {exc}") from None

@@ -74,7 +74,8 @@ class LiveSource:
     @property
     def paths(self) -> tuple[Path, ...]:
         """What to watch for changes: the journal and the mailboxes folder."""
-        return (self.team.journal.path, self.team.mailbox.root)
+        journal = self.team.journal_path  # None: not a file (JetStream)
+        return (self.team.mailbox.root,) if journal is None else (journal, self.team.mailbox.root)
 
     @property
     def state(self) -> TeamState:
