@@ -57,3 +57,7 @@ class WriteFailed(MailboxesError, OSError):
         reason = cause.strerror or str(cause)
         super().__init__(f"{what} failed: {reason}; nothing was written (rolled back)")
         self.errno = cause.errno  # not ``strerror``: OSError would then print only that
+
+
+class LivenessUnavailable(MailboxesError):
+    """The lease store cannot be reached: nobody can be judged dead (or alive) until it is."""

@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from mailboxes.errors import LeaseHeld
+from mailboxes.errors import LeaseHeld, LivenessUnavailable
 from mailboxes.messages import check_agent_name
 
 if TYPE_CHECKING:
@@ -157,16 +157,28 @@ class NatsLiveness:
                 self._run(self._release(key, lease))
 
     def is_alive(self, agent: str) -> bool:
-        """True while some holder's lease on ``agent`` has not expired."""
+        """True while some holder's lease on ``agent`` has not expired. An unreachable server is
+        ``LivenessUnavailable`` (a ``MailboxesError``: ``actors.board.rules.alive`` then treats
+        the owner as alive, so nothing is released on a guess)."""
         key = _key(agent)
         self._check_open()
-        return self._run(self._exists(key))
+        return self._reachable(lambda: self._run(self._exists(key), timeout=self._timeout))
 
     def alive(self) -> list[str]:
-        """Agents whose lease is held right now, sorted."""
+        """Agents whose lease is held right now, sorted (``LivenessUnavailable`` as above)."""
         self._check_open()
-        keys = self._run(self._keys())
+        keys = self._reachable(lambda: self._run(self._keys(), timeout=self._timeout))
         return sorted(a for a in map(_agent, keys) if a is not None)
+
+    def _reachable(self, read: Callable[[], T]) -> T:
+        from nats.errors import Error as NatsError
+
+        try:
+            return read()
+        except (NatsError, TimeoutError) as exc:
+            raise LivenessUnavailable(
+                f"liveness store {self.bucket} cannot be reached: {exc or type(exc).__name__}"
+            ) from exc
 
     # --- beyond the protocol ------------------------------------------------------------------
 

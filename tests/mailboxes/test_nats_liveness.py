@@ -151,6 +151,24 @@ def test_an_unreachable_server_loses_the_lease_after_the_ttl(
         server.start()
 
 
+def test_an_unreachable_server_is_no_verdict_on_anyone(
+    server: NatsServer, open_store: Callable[..., Any]
+) -> None:
+    from actors.board.rules import alive
+    from mailboxes.errors import LivenessUnavailable
+
+    store = open_store(timeout=1.0)
+    server.stop()
+    try:
+        with pytest.raises(LivenessUnavailable, match="cannot be reached"):
+            store.is_alive("bob")
+        with pytest.raises(LivenessUnavailable):
+            store.alive()
+        assert alive(store, "bob")  # not judged dead: its tasks stay where they are
+    finally:
+        server.start()
+
+
 def test_a_server_restart_keeps_live_leases(
     server: NatsServer, open_store: Callable[..., Any]
 ) -> None:
