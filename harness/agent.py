@@ -35,7 +35,7 @@ from harness.loop import (
     StopVerdict,
     TurnResult,
 )
-from harness.permissions.policy import HarnessPolicy
+from harness.permissions.policy import harness_policy
 from harness.ports import (
     ContentBlock,
     Message,
@@ -277,13 +277,8 @@ class Agent:
         """The permission mode its tool calls are checked in (``plan`` while read-only)."""
         if self.tool_context.read_only:
             return "plan"
-        policy: object = self.executor.policy
-        while policy is not None:
-            mode = getattr(policy, "permission_mode", None)
-            if isinstance(mode, str):
-                return mode
-            policy = getattr(policy, "inner", None)
-        return None
+        found = harness_policy(self.executor.policy)
+        return found.permission_mode if found is not None else None
 
     def run_hook(self, event: HookEvent, **fields: Any) -> HookOutcome | None:
         """Run ``event``'s hooks as this agent (``None`` when none is configured)."""
@@ -532,6 +527,5 @@ class Agent:
 
 def _extra_roots(policy: ToolPolicy) -> tuple[Path, ...]:
     """The ``additionalDirectories`` the policy's permission checks accept, for the file tools."""
-    if isinstance(policy, HarnessPolicy):
-        return tuple(Path(p) for p in policy.permissions.extra_roots)
-    return ()
+    found = harness_policy(policy)
+    return tuple(Path(p) for p in found.permissions.extra_roots) if found is not None else ()

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from harness.permissions.checks import Permissions
+from harness.permissions.policy import harness_policy
 from harness.settings import claude_user_dir
 from harness.tools.base import PermissionRequest, ToolContext
 
@@ -260,18 +260,10 @@ def _folders(root: Path, cwd: Path) -> list[Path]:
 def denied_by_rules(policy: object, ctx: ToolContext) -> Denied | None:
     """A ``Denied`` for the permission rules behind ``policy`` (a ``HarnessPolicy``, or a policy
     wrapping one as ``inner``): a path a deny rule covers for ``read_file`` is not loaded."""
-    perms: Permissions | None = None
-    for _ in range(8):
-        found = getattr(policy, "permissions", None)
-        if isinstance(found, Permissions):
-            perms = found
-            break
-        policy = getattr(policy, "inner", None)
-        if policy is None:
-            break
-    if perms is None:
+    found = harness_policy(policy)
+    if found is None:
         return None
-    checker = perms
+    checker = found.permissions
 
     def denied(path: Path) -> str | None:
         request = PermissionRequest(

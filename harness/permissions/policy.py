@@ -30,7 +30,7 @@ import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from harness.hooks import HookOutcome, HookRunner, HookSession, session_for
 from harness.permissions.checks import CheckResult, Permissions
@@ -43,6 +43,7 @@ from harness.tools.base import (
     PolicyVerdict,
     ToolContext,
     ToolOutput,
+    ToolPolicy,
 )
 from harness.tools.names import claude_call, our_input
 
@@ -292,3 +293,21 @@ def _stop(session: HookSession, reason: str) -> None:
         session.stop(reason)
     else:
         log.warning("%s (this agent cannot be stopped by hooks)", reason)
+
+
+@runtime_checkable
+class WrappingPolicy(Protocol):
+    """A policy that adds to another one (the runtime's journaling, a workflow step's tool set)."""
+
+    inner: ToolPolicy
+
+
+def harness_policy(policy: object) -> HarnessPolicy | None:
+    """The ``HarnessPolicy`` behind ``policy``: itself, or reached through wrappers' ``inner``."""
+    for _ in range(8):  # wrappers nest a level or two; never follow a cycle
+        if isinstance(policy, HarnessPolicy):
+            return policy
+        if not isinstance(policy, WrappingPolicy):
+            return None
+        policy = policy.inner
+    return None
