@@ -7,9 +7,11 @@ imported: no model SDK, pykka, GitPython or watchfiles.
 from __future__ import annotations
 
 import fcntl
+import itertools
 import logging
 import os
-from collections.abc import Iterator, Mapping
+import sys
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,11 +20,13 @@ from typing import TYPE_CHECKING
 from actors.board.board import Board, acting_as
 from actors.board.fold import fold_all
 from actors.board.projections import Projections
+from actors.board.snapshot import SNAPSHOT_EVERY
 from actors.board.state import EMPTY, TeamState
 from actors.errors import TeamError
 from actors.repo import JournalMissing, Repo, find_repo, find_team
-from mailboxes.errors import JournalCorrupt
-from mailboxes.events import EventDraft, MemberSpawned, TeamCreated, draft
+from mailboxes.blobs import FileBlobs
+from mailboxes.errors import JournalCorrupt, MailboxesError
+from mailboxes.events import Event, EventDraft, MemberSpawned, TeamCreated, draft
 from mailboxes.fsutil import Fsync, atomic_write, fsync_dir
 from mailboxes.journal.frame import JournalReport, check_journal
 from mailboxes.journal.store import JOURNAL_NAME, FileJournal
@@ -33,7 +37,19 @@ from mailboxes.messages import check_agent_name
 if TYPE_CHECKING:
     from actors.settings import NatsBackend, Settings
     from mailboxes.journal.salvage import SalvageReport
-    from mailboxes.ports import EventStore, Liveness, OnHints, Watcher
+    from mailboxes.nats_mailbox import NatsMailbox
+    from mailboxes.ports import (
+        BlobStore,
+        EventStore,
+        Liveness,
+        OnHints,
+        TranscriptStore,
+        Watcher,
+    )
+
+    TeamMailbox = Maildir | NatsMailbox
+    """The mailbox of a ``Team``: the ``Mailbox`` protocol plus housekeeping (``counts``,
+    ``prune``, ``recover``) that both backends have."""
 
 log = logging.getLogger(__name__)
 
@@ -42,33 +58,59 @@ TEAM_FOLDERS = ("mailboxes", "members", "transcripts", "jobs", "outputs")
 EXCLUDES = (".team/", ".tasks/", ".worktrees/")
 """Lines ``teamctl init`` adds to ``.git/info/exclude`` (never to the user's ``.gitignore``)."""
 LEAD = "lead"
+SNAPSHOTS = "snapshots"
+"""``.team/snapshots/``: state snapshots (``actors.board.snapshot``), a cache of the fold."""
 RUNTIME_LOCK = "runtime.lock"
 """``.team/runtime.lock``: held (flock) by the process running the team."""
 
 
 MIXED_NOTICE = (
-    "backend {url}: journal and liveness on JetStream; mailboxes and wake-ups stay files under "
-    ".team/ (journal changes are seen at the rescan tick)"
+    "backend {url}: journal, mailboxes, liveness, wake-ups and state snapshots on JetStream; "
+    "transcripts are files of the hosting checkout, copied to JetStream; job output stays "
+    "files under .team/ of the host that ran the job"
 )
-"""The one-line notice a team on the JetStream backend logs when opened."""
+"""The one-line notice (info) a team on the JetStream backend logs when opened."""
+
+WatcherFactory = Callable[["OnHints", float, bool], "Watcher"]
+"""``(on_hints, rescan_s, inboxes)``: a new, not started ``Watcher`` of a team's journal and,
+with ``inboxes``, its mailboxes."""
 
 
 @dataclass
 class Stores:
-    """A team's journal and liveness on the chosen backend (``open_stores``)."""
+    """A team's journal, liveness, mailboxes, wake-ups, blobs and transcripts on the chosen
+    backend (``open_stores``; the ports: docs/ARCHITECTURE.md, "Backends and seams")."""
 
     journal: EventStore
     liveness: Liveness
     backend: NatsBackend | None = None
     """None: the file backend."""
+    mailbox: TeamMailbox | None = None
+    """None: ``Team`` opens the file backend's Maildir in ``.team/mailboxes``."""
+    watcher: WatcherFactory | None = None
+    """None: ``Team.watch`` watches the journal file and the Maildir (``HintWatcher``)."""
+    blobs: BlobStore | None = None
+    """State snapshots (``actors/board/snapshot.py``); None: ``FileBlobs`` in
+    ``.team/snapshots``."""
+    transcripts: TranscriptStore | None = None
+    """Agents' transcripts and job output, to read; None: ``FileTranscripts`` under ``.team/``."""
 
     def close(self) -> None:
-        try:
-            self.journal.close()
-        finally:
-            close = getattr(self.liveness, "close", None)  # NatsLiveness: stop its refreshes
+        closers = [self.journal.close]
+        for store in (self.liveness, self.mailbox, self.blobs, self.transcripts):
+            # NatsLiveness: stop refreshing; NatsMailbox: give held messages back; the others
+            # close their connections.
+            close = getattr(store, "close", None)
             if close is not None:
+                closers.append(close)
+        failure: BaseException | None = None
+        for close in closers:
+            try:
                 close()
+            except BaseException as exc:  # close the rest, then raise the first
+                failure = failure or exc
+        if failure is not None:
+            raise failure
 
 
 def open_stores(
@@ -82,9 +124,11 @@ def open_stores(
     (``actors.settings.team_backend``: ``$TEAMCTL_BACKEND``, else the top-level ``backend`` of
     ``.team/settings.json``; docs/ARCHITECTURE.md, "Backends and seams"). ``"file"``: a
     ``FileJournal`` in ``.team/`` (``fsync``, ``read_only`` as ``open_team`` says) and
-    ``FlockLiveness`` in ``.team/members/``. ``nats://…/TEAM``: ``NatsEventStore`` and
-    ``NatsLiveness`` of team TEAM (a notice says the mailboxes stay files). A bad value is a
-    ``SettingsError`` naming the setting and its file."""
+    ``FlockLiveness`` in ``.team/members/`` (the Maildir and the file watcher come from
+    ``Team``). ``nats://…/TEAM``: ``NatsEventStore``, ``NatsLiveness``, ``NatsMailbox`` and
+    ``NatsWatcher``s of team TEAM (a notice says what stays in files). A bad value is a
+    ``SettingsError`` naming the setting and its file; an unreachable server a
+    ``MailboxesError``."""
     from actors.settings import team_backend
 
     backend = team_backend(repo.settings_path, environ)
@@ -98,19 +142,61 @@ def open_stores(
                 if fsync is None
                 else FileJournal(repo.team_dir, fsync=fsync)
             )
-        return Stores(journal, FlockLiveness(repo.team_dir / "members"))
+        return Stores(
+            journal,
+            FlockLiveness(repo.team_dir / "members"),
+            blobs=FileBlobs(repo.team_dir / SNAPSHOTS),
+            transcripts=_file_transcripts(repo),
+        )
     from mailboxes.journal.nats import NatsEventStore
+    from mailboxes.nats_blobs import NatsBlobs
     from mailboxes.nats_liveness import NatsLiveness
+    from mailboxes.nats_mailbox import NatsMailbox
+    from mailboxes.nats_transcripts import NatsTranscripts
 
     url = f"nats://{','.join(s.removeprefix('nats://') for s in backend.servers)}/{backend.team}"
-    log.warning(MIXED_NOTICE.format(url=url))
-    journal = NatsEventStore(backend.servers, backend.team)
+    log.info(MIXED_NOTICE.format(url=url))
+    servers, team = backend.servers, backend.team
+
+    def watcher(on_hints: OnHints, rescan_s: float, inboxes: bool) -> Watcher:
+        from mailboxes.nats_watch import NatsWatcher
+
+        return NatsWatcher(servers, team, on_hints, rescan_s=rescan_s, inboxes=inboxes)
+
+    # The mailbox first: its connection attempt is bounded, so an unreachable server is one
+    # MailboxUnavailable within seconds.
+    mailbox = NatsMailbox(servers, team)
+    stream: NatsEventStore | None = None
+    liveness: NatsLiveness | None = None
+    blobs: NatsBlobs | None = None
     try:
-        liveness = NatsLiveness(backend.servers, backend.team)
+        stream = NatsEventStore(servers, team)
+        liveness = NatsLiveness(servers, team)
+        blobs = NatsBlobs(servers, team)
+        transcripts = NatsTranscripts(servers, team, _file_transcripts(repo))
     except BaseException:
-        journal.close()
+        mailbox.close()
+        for store in (stream, liveness, blobs):
+            if store is not None:
+                store.close()
         raise
-    return Stores(journal, liveness, backend)
+    return Stores(
+        stream,
+        liveness,
+        backend,
+        mailbox=mailbox,
+        watcher=watcher,
+        blobs=blobs,
+        # Written as files by the hosting process and copied to the stream (docs/SCALE-OUT.md,
+        # "Transcripts and job output").
+        transcripts=transcripts,
+    )
+
+
+def _file_transcripts(repo: Repo) -> TranscriptStore:
+    from mailboxes.transcripts import FileTranscripts
+
+    return FileTranscripts(repo.team_dir / "transcripts", repo.team_dir / "jobs")
 
 
 class Team:
@@ -134,9 +220,19 @@ class Team:
         self.stores = stores
         self.journal = stores.journal
         self.read_only = read_only
-        box = repo.team_dir / "mailboxes"
-        self.mailbox = Maildir(box) if fsync is None else Maildir(box, fsync=fsync)
+        self.mailbox: TeamMailbox
+        if stores.mailbox is not None:
+            self.mailbox = stores.mailbox
+        else:
+            box = repo.team_dir / "mailboxes"
+            self.mailbox = Maildir(box) if fsync is None else Maildir(box, fsync=fsync)
         self.liveness = stores.liveness
+        self.blobs: BlobStore = (
+            stores.blobs if stores.blobs is not None else FileBlobs(repo.team_dir / SNAPSHOTS)
+        )
+        self.transcripts: TranscriptStore = (
+            stores.transcripts if stores.transcripts is not None else _file_transcripts(repo)
+        )
         self.actor = actor
         self._board: Board | None = None
 
@@ -149,6 +245,9 @@ class Team:
                 projections=None if self.read_only else Projections(self.repo.root),
                 liveness=self.liveness,
                 actor=self.actor,
+                snapshots=self.blobs,
+                # Read-only: start from a snapshot, never write one.
+                snapshot_every=sys.maxsize if self.read_only else SNAPSHOT_EVERY,
             )
         return self._board
 
@@ -174,6 +273,11 @@ class Team:
             self.board.add_member(MemberSpawned(name=name, role="human", kind="human"))
         self.mailbox.ensure_inbox(name)
 
+    @property
+    def mailbox_path(self) -> Path | None:
+        """The Maildir root (None: the mailboxes are not files, as on the JetStream backend)."""
+        return self.mailbox.root if isinstance(self.mailbox, Maildir) else None
+
     def inbox_counts(self) -> dict[str, int]:
         """Unread messages per agent."""
         return {agent: self.mailbox.unread(agent) for agent in self.mailbox.agents()}
@@ -181,23 +285,44 @@ class Team:
     def watch(self, on_hints: OnHints, rescan_s: float = 2.0, *, inboxes: bool = True) -> Watcher:
         """A (not yet started) ``Watcher`` of this team's journal and, with ``inboxes``, its
         inboxes: ``on_hints`` gets ``JournalAdvanced``, ``InboxChanged(agent)`` and a ``Tick``
-        at least every ``rescan_s`` (docs/ARCHITECTURE.md, "Backends and seams")."""
+        at least every ``rescan_s`` (docs/ARCHITECTURE.md, "Backends and seams"). On JetStream
+        a ``NatsWatcher`` (subscriptions: a change on any host wakes this one)."""
+        if self.stores.watcher is not None:
+            return self.stores.watcher(on_hints, rescan_s, inboxes)
         from mailboxes.watch import HintWatcher  # watchfiles: not for every command
 
         return HintWatcher(
             on_hints,
             journal=self.journal_path,
-            mailboxes=self.mailbox.root if inboxes else None,
+            mailboxes=self.mailbox_path if inboxes else None,
             rescan_s=rescan_s,
         )
 
     def verify_projections(self) -> list[str]:
         """Fold the whole journal afresh (no board, so nothing is repaired first) and list every
-        difference between the projections it renders and the files on disk (empty = none)."""
+        difference between the projections it renders and the files on disk (empty = none).
+        A state snapshot that checks out must equal the fold up to its seq (a line if not)."""
+        from actors.board import snapshot
         from actors.board.projections import verify
 
-        fresh = fold_all(EMPTY, self.journal.read_from(1))
-        return [str(drift) for drift in verify(fresh, self.repo.root)]
+        problems: list[str] = []
+        snap = snapshot.load(self.blobs, self.journal)
+        fresh = EMPTY
+        if snap is not None:
+            upto = itertools.takewhile(lambda e: e.seq <= snap.seq, self.journal.read_from(1))
+            fresh = fold_all(EMPTY, upto)
+            if fresh != snap:
+                where = (
+                    self.repo.team_dir / SNAPSHOTS
+                    if isinstance(self.blobs, FileBlobs)
+                    else f"blob {snapshot.SNAPSHOT_BLOB} on JetStream"
+                )
+                problems.append(
+                    f"{where}: the state snapshot at seq {snap.seq} differs from the fold of "
+                    "the journal (delete it; the next open rebuilds it)"
+                )
+        fresh = fold_all(fresh, self.journal.read_from(fresh.seq + 1))
+        return problems + [str(drift) for drift in verify(fresh, self.repo.root)]
 
     def close(self) -> None:
         self.stores.close()
@@ -342,15 +467,16 @@ def salvage_team(start: Path | None = None) -> SalvageReport:
 
 def tidy_mailboxes(team: Team, settings: Settings) -> tuple[int, int]:
     """At runtime start: remove ``tmp/`` files of senders that died mid-delivery and prune acked
-    messages older than ``mailbox.cur_retention_days`` from every ``cur/``. Returns (removed,
-    pruned). Housekeeping only: a failure is logged, never raised."""
+    messages older than ``mailbox.cur_retention_days`` from every ``cur/`` (on JetStream: acked
+    messages that old leave the stream; nothing is orphaned). Returns (removed, pruned).
+    Housekeeping only: a failure is logged, never raised."""
     removed = pruned = 0
     max_age_s = settings.mailbox.cur_retention_days * 86_400
     try:
         removed = team.mailbox.recover()
         for agent in team.mailbox.agents():
             pruned += team.mailbox.prune(agent, max_age_s=max_age_s)
-    except OSError as exc:
+    except (OSError, MailboxesError) as exc:  # MailboxUnavailable: JetStream unreachable
         log.warning("mailbox housekeeping failed: %s", exc)
     if removed or pruned:
         log.info(
@@ -367,6 +493,13 @@ class InitReport:
     name: str
     created: tuple[str, ...] = field(default=())
     """Human-readable list of what was created or added (empty: it was all there)."""
+    backend: str = "file"
+    """The backend this checkout uses now (as recorded in ``.team/settings.json``)."""
+    joined: int | None = None
+    """The team already existed on the cluster with this many events, and this checkout
+    connected to it (None: not a join)."""
+    imported: int | None = None
+    """Events moved from ``import_from`` (None: no import)."""
 
 
 def _add_excludes(repo: Repo) -> list[str]:
@@ -398,12 +531,62 @@ def exclude_team_files(root: Path) -> Path:
     return root
 
 
-def init_team(start: Path | None = None, *, name: str | None = None) -> InitReport:
+def init_team(
+    start: Path | None = None,
+    *,
+    name: str | None = None,
+    backend: str | None = None,
+    import_from: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> InitReport:
     """Create ``.team/`` and friends; idempotent (a second run changes nothing). An existing
-    settings file is kept but validated."""
-    from actors.settings import default_settings_json, load_settings
+    settings file is kept but validated.
+
+    ``backend`` (else ``$TEAMCTL_BACKEND``, else the settings file's; docs/SCALE-OUT.md,
+    "Creating and joining a team") is recorded as the top-level ``backend`` of
+    ``.team/settings.json``, other keys kept. On ``nats://…/TEAM`` the servers are checked first
+    (unreachable, older than 2.12: one-line ``MailboxesError``); a team already on the cluster is
+    joined (no second ``team.created``: ``InitReport.joined``). ``import_from`` (a
+    ``journal.jsonl``, such as ``teamctl journal export`` writes) becomes the team's journal,
+    events unchanged, refused when the team already has events. Moving this checkout's file team
+    to another backend without ``import_from`` is refused (its events would be left behind)."""
+    from actors.settings import default_settings_json, load_settings, parse_backend, team_backend
 
     repo = find_repo(start)
+    env = os.environ if environ is None else environ
+    recorded = team_backend(repo.settings_path, environ={})
+    if backend is not None:
+        from actors.settings import BACKEND_ENV
+
+        try:
+            chosen = parse_backend(backend)
+        except ValueError as exc:
+            raise TeamError(f"--backend: {exc}") from None
+        if env.get(BACKEND_ENV) and team_backend(repo.settings_path, env) != chosen:
+            raise TeamError(f"--backend {backend} differs from ${BACKEND_ENV}: unset one of them")
+    else:
+        chosen = team_backend(repo.settings_path, env)
+    value = backend if backend is not None else _backend_value(chosen)
+    events = read_journal_file(import_from) if import_from is not None else None
+    file_journal = repo.team_dir / JOURNAL_NAME
+    has_file_team = file_journal.exists() and file_journal.stat().st_size > 0
+    if chosen != recorded and events is None:
+        if recorded is None and has_file_team:
+            raise TeamError(
+                f"this checkout's team is in {file_journal}: to move it to {value}, run "
+                f"`teamctl init --backend {value} --import {file_journal}`"
+            )
+        if recorded is not None and chosen is None:
+            raise TeamError(
+                f"this checkout's team is on {_backend_value(recorded)}: to move it to files, "
+                "run `teamctl journal export FILE`, then `teamctl init --backend file --import "
+                "FILE`"
+            )
+    if chosen is None and events is not None and has_file_team:
+        raise TeamError(f"{file_journal} already has events: import only into a new team")
+    if chosen is not None:
+        _check_cluster(chosen, importing=events is not None)
+
     created: list[str] = []
     for folder in (repo.team_dir, *(repo.team_dir / f for f in TEAM_FOLDERS), repo.tasks_dir):
         if not folder.is_dir():
@@ -413,15 +596,24 @@ def init_team(start: Path | None = None, *, name: str | None = None) -> InitRepo
             fsync_dir(folder.parent)
     if repo.settings_path.exists():
         load_settings(repo.settings_path, environ={})
+        if _record_backend(repo.settings_path, value):
+            created.append(f"backend {value} in {repo.settings_path.relative_to(repo.root)}")
     else:
-        atomic_write(repo.settings_path, default_settings_json().encode("utf-8"))
+        default = default_settings_json()
+        atomic_write(repo.settings_path, default.encode("utf-8"))
+        _record_backend(repo.settings_path, value)
         created.append(str(repo.settings_path.relative_to(repo.root)))
     created += _add_excludes(repo)
-    journal = repo.team_dir / JOURNAL_NAME
-    new_journal = not journal.exists()
+    if events is not None:
+        _import_events(repo, chosen, events)
+        created.append(f"journal with {len(events)} events from {import_from}")
+    new_journal = not file_journal.exists()
     team = _build(repo, create=True)
     try:
-        wanted = name or repo.root.name
+        joined = None
+        if chosen is not None and events is None:
+            joined = team.journal.last_seq() or None
+        wanted = name or (chosen.team if chosen is not None else repo.root.name)
 
         def decision(state: TeamState) -> list[EventDraft]:
             if state.name is not None:
@@ -429,17 +621,113 @@ def init_team(start: Path | None = None, *, name: str | None = None) -> InitRepo
             body = TeamCreated(name=wanted)
             return [draft(body.TYPE, "cli", body, op_id="team.created")]
 
-        state, events = team.board.execute(decision)
-        if events:
+        state, appended = team.board.execute(decision)
+        if appended:
             created.append("journal with team.created")
         if LEAD not in team.mailbox.agents():
             team.mailbox.ensure_inbox(LEAD)
             created.append(f"inbox for {LEAD}")
     except BaseException:
         # A journal this call created but could not write (disk full) is not left at 0 bytes.
-        if new_journal and journal.exists() and journal.stat().st_size == 0:
-            journal.unlink()
+        if new_journal and file_journal.exists() and file_journal.stat().st_size == 0:
+            file_journal.unlink()
         raise
     finally:
         team.close()
-    return InitReport(repo=repo, name=state.name or wanted, created=tuple(created))
+    return InitReport(
+        repo=repo,
+        name=state.name or wanted,
+        created=tuple(created),
+        backend=value,
+        joined=joined,
+        imported=None if events is None else len(events),
+    )
+
+
+def _backend_value(backend: NatsBackend | None) -> str:
+    """The settings value of ``backend``."""
+    if backend is None:
+        return "file"
+    hosts = ",".join(s.removeprefix("nats://") for s in backend.servers)
+    return f"nats://{hosts}/{backend.team}"
+
+
+def _record_backend(path: Path, value: str) -> bool:
+    """Set the top-level ``backend`` of the settings file ``path`` to ``value``, every other
+    key kept as it is; False when it already was."""
+    import json
+
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    if raw.get("backend", "file") == value and ("backend" in raw or value == "file"):
+        return False
+    raw["backend"] = value
+    atomic_write(path, (json.dumps(raw, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+    return True
+
+
+def _check_cluster(backend: NatsBackend, *, importing: bool) -> None:
+    """Refuse a cluster that cannot be reached or is too old, and (``importing``) a team on it
+    that already has events."""
+    from mailboxes.nats_info import NatsTooOld, probe
+
+    report = probe(backend.servers, backend.team)
+    if report.too_old:
+        raise NatsTooOld(report.too_old_message())
+    if importing and report.journal_events:
+        raise TeamError(
+            f"team {backend.team} on the cluster already has {report.journal_events} journal "
+            "message(s): import only into a team that has none"
+        )
+
+
+def read_journal_file(path: Path) -> list[Event]:
+    """Every event of the ``journal.jsonl`` at ``path`` (CRC-framed lines, seqs 1, 2, …);
+    ``TeamError`` naming the first bad line when it is not sound."""
+    from mailboxes.journal.frame import decode_event
+
+    report = check_journal(path)
+    if not report.ok:
+        raise TeamError(
+            f"{path} is not a sound journal: line {report.problem_line}: {report.problem} "
+            f"({report.last_seq} good events before it)"
+        )
+    if report.last_seq == 0:
+        raise TeamError(f"{path} holds no events")
+    lines = path.read_bytes().split(b"\n")[:-1]
+    return [decode_event(raw, seq) for seq, raw in enumerate(lines, start=1)]
+
+
+def _import_events(repo: Repo, backend: NatsBackend | None, events: list[Event]) -> None:
+    """Make ``events`` the journal of the (new, empty) team on ``backend``."""
+    from mailboxes.journal.frame import encode
+
+    if backend is None:
+        atomic_write(repo.team_dir / JOURNAL_NAME, b"".join(encode(e) for e in events))
+        return
+    from mailboxes.journal.nats import NatsEventStore
+    from mailboxes.nats_info import import_journal
+
+    store = NatsEventStore(backend.servers, backend.team)  # creates the stream as usual
+    try:
+        if store.last_seq():
+            raise TeamError(
+                f"team {backend.team} on the cluster already has events: import only into a "
+                "team that has none"
+            )
+    finally:
+        store.close()
+    import_journal(backend.servers, backend.team, events)
+
+
+def export_journal(dest: Path, start: Path | None = None, *, force: bool = False) -> int:
+    """``teamctl journal export``: write every event of the team's journal (either backend) to
+    ``dest`` as an ordinary ``journal.jsonl`` (the same CRC-framed lines), atomically; returns
+    how many. An existing ``dest`` is refused unless ``force``."""
+    from mailboxes.journal.frame import encode
+
+    if dest.exists() and not force:
+        raise TeamError(f"{dest} exists: remove it or choose another file (or --force)")
+    with open_team(start) as team:
+        body = b"".join(encode(event) for event in team.journal.read_from(1))
+    atomic_write(dest, body)
+    return body.count(b"\n")

@@ -12,19 +12,21 @@ Permission requests are in ``actors.runtime.permission_requests``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from actors.board import protocols as bp
 from actors.board.protocols import PlanReview, ProtocolError
 from actors.board.state import PlanRequest, TeamState
 
 if TYPE_CHECKING:
+    from actors.factory import Team
     from actors.services import TeamChannel, TeamServices
 
 __all__ = [
     "LEAD",
     "PlanSubmission",
     "ProtocolError",
+    "answer_request",
     "answer_shutdown",
     "plan_mode_active",
     "request_plan",
@@ -189,3 +191,61 @@ def lead_review_plan(
     """``review_plan`` for the lead's tool: refused when plans go to a human."""
     _check_reviewer(services)
     return review_plan(services, request_id, approve, feedback, reviewer=reviewer)
+
+
+def answer_request(
+    team: Team, request_id: str, approve: bool, feedback: str, who: str
+) -> dict[str, Any]:
+    """A person answers a request by its id, as ``teamctl approve|reject`` and the web
+    dashboard do: ``plan-…`` reviews a plan (journal ``plan.reviewed`` by ``who``, then send
+    ``plan_approval_response`` to its author), ``perm-…`` decides a permission request (journal
+    ``permission.decided`` by ``who``; the waiting teammate sees it in the journal). Refused
+    (``ProtocolError``): an unknown id, a stale, repeated or self review, a decided permission,
+    a plan rejected without feedback. Returns what was decided (``line``: one sentence)."""
+    if request_id.startswith("plan-"):
+        return _answer_plan(team, request_id, approve, feedback, who)
+    if request_id.startswith("perm-"):
+        return _answer_permission(team, request_id, approve, feedback, who)
+    raise ProtocolError(f"unknown request id {request_id!r}: see `teamctl plans` or `permissions`")
+
+
+def _answer_plan(
+    team: Team, request_id: str, approve: bool, feedback: str, who: str
+) -> dict[str, Any]:
+    from mailboxes.messages import MessageDraft
+
+    if not approve and not feedback.strip():
+        raise ProtocolError("rejecting a plan needs feedback saying what to change")
+    review = bp.review_plan(team.board, request_id, approve, feedback, reviewer=who)
+    draft = MessageDraft(
+        to=review.request.teammate, type="plan_approval_response", body=review_body(review)
+    )
+    team.mailbox.deliver(who, draft)
+    verb = "approved" if approve else "rejected"
+    return {
+        "request_id": request_id,
+        "kind": "plan",
+        "decision": verb,
+        "teammate": review.request.teammate,
+        "task_id": review.request.task_id,
+        "line": f"{verb} plan {request_id} of {review.request.teammate} "
+        f"for {review.request.task_id}",
+    }
+
+
+def _answer_permission(
+    team: Team, request_id: str, allow: bool, reason: str, who: str
+) -> dict[str, Any]:
+    answer = bp.decide_permission(team.board, request_id, allow, by=who, reason=reason)
+    if not answer.first:
+        raise ProtocolError(
+            f"permission request {request_id} was already decided: {answer.decision} "
+            f"by {answer.by}" + (f" ({answer.reason})" if answer.reason else "")
+        )
+    verb = "allowed" if allow else "denied"
+    return {
+        "request_id": request_id,
+        "kind": "permission",
+        "decision": answer.decision,
+        "line": f"{verb} permission request {request_id}",
+    }

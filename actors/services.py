@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from actors.settings import Settings
     from actors.worktrees.actor import WorktreesHandle
     from mailboxes.messages import Envelope
+    from mailboxes.ports import EventStore, OnHints, Watcher
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,16 @@ class TeamServices(TeamChannel, Protocol):
     @property
     def worktrees(self) -> WorktreesHandle | None:
         """The running Worktrees actor, or None when the team runs no worktrees."""
+        ...
+
+    @property
+    def journal(self) -> EventStore:
+        """The team's journal on its backend (reads; writes go through ``board``)."""
+        ...
+
+    def watch(self, on_hints: OnHints, rescan_s: float = 2.0, *, inboxes: bool = True) -> Watcher:
+        """A not started ``Watcher`` of the team's journal (and, with ``inboxes``, its inboxes)
+        on its backend: ``actors.factory.Team.watch``."""
         ...
 
     def spawn_teammate(self, spec: TeammateSpec, *, by: str) -> MemberView:

@@ -114,6 +114,11 @@ class TeamSettings(_Strict):
     """Seconds an idle teammate waits before stopping; None = never."""
     worktree_per_task: bool = False
     """Give every claimed task its own git worktree."""
+    worktree_remote: str | None = None
+    """The git remote a task's worktree branch is pushed to when the task completes, so that
+    ``teamctl worktree merge`` in another clone can fetch it (docs/SCALE-OUT.md, "Code across
+    hosts"). None = on the file backend, not pushed; on a backend other hosts join, the remote
+    the main checkout's branch tracks, else ``origin``."""
     restart: Literal["never", "on-crash"] = "on-crash"
     """Whether the supervisor restarts a crashed teammate from its transcript."""
     task_reminders: int | None = Field(default=2, ge=0)
@@ -130,10 +135,11 @@ class TeamSettings(_Strict):
     disk_full_grace_s: float | None = Field(default=30.0, gt=0)
     """Seconds a headless run waits for space after the disk fills up before it stops, the team
     paused (exit code 5); None = wait like the console does."""
-    notify_window_s: float = Field(default=0.5, ge=0)
+    notify_window_s: float = Field(default=0.0, ge=0)
     """Seconds the lead waits after a teammate's status notice (a completed task) for more to
     arrive, so that they reach it as one message; it is then woken only if no teammate is still
-    at work (docs/ARCHITECTURE.md, "Fewer model calls"). 0 = look at once."""
+    at work (docs/ARCHITECTURE.md, "Fewer model calls"). 0 = look at once (the default: held
+    notices are looked at again whenever the board changes, so no window is needed)."""
     max_cost_usd: float | None = Field(default=None, gt=0)
     """Team budget in USD over the whole journal (every run and resume): once the recorded
     cost (``teamctl cost``) reaches it, no agent starts another model call and a headless run

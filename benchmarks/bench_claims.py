@@ -4,17 +4,15 @@ Every process opens its own ``FileJournal`` and ``Board`` (with projections, as 
 does), waits on a barrier, then loops claim_next → complete until nothing is ready. Figures:
 claims per second (all claims / wall time from the barrier to the last completion), double claims
 found by re-checking the journal, and how fast the resulting journal folds into team state.
-Medians over ``--repeat`` runs. Prints one JSON object.
+Medians over ``--repeat`` runs. Prints one JSON object; exits 1 when a figure misses its target.
+
+    python -m benchmarks.bench_claims [--processes 16] [--tasks 1000] [--repeat 3] [--quick]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import multiprocessing
 import statistics
-import sys
-import tempfile
 import time
 from collections.abc import Iterable
 from multiprocessing.synchronize import Barrier
@@ -25,6 +23,7 @@ from actors.board.board import Board
 from actors.board.fold import fold_all
 from actors.board.projections import Projections
 from actors.board.state import EMPTY
+from benchmarks.common import at_least, at_most, finish, parser, scratch
 from mailboxes.events import Event
 from mailboxes.journal.store import FileJournal
 
@@ -65,8 +64,7 @@ def double_claims(events: Iterable[Event]) -> int:
 
 def run_once(processes: int, tasks: int, project: bool) -> tuple[float, int, float]:
     """(claims/s, double claims, fold events/s) for one race in a fresh folder."""
-    with tempfile.TemporaryDirectory() as scratch:
-        root = Path(scratch)
+    with scratch("claims") as root:
         (root / ".team").mkdir()
         lead = Board(FileJournal(root / ".team"), projections=Projections(root), actor="lead")
         for n in range(tasks):
@@ -98,17 +96,8 @@ def run_once(processes: int, tasks: int, project: bool) -> tuple[float, int, flo
         return claimed / (finished - started), double_claims(events), fold_rate
 
 
-def figure(name: str, value: float, unit: str, target: str, ok: bool) -> dict[str, object]:
-    return {"name": name, "value": round(value, 3), "unit": unit, "target": target, "ok": ok}
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--processes", type=int, default=16)
-    parser.add_argument("--tasks", type=int, default=1000)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--no-projections", action="store_true", help="measure the journal alone")
-    args = parser.parse_args()
+    args = cli()
     runs = [
         run_once(args.processes, args.tasks, not args.no_projections) for _ in range(args.repeat)
     ]
@@ -116,24 +105,30 @@ def main() -> None:
     doubles = max(r[1] for r in runs)
     fold_rate = statistics.median(r[2] for r in runs)
     figures = [
-        figure("claims_per_s", rate, "claims/s", f">= {CLAIMS_TARGET:g}", rate >= CLAIMS_TARGET),
-        figure("double_claims", doubles, "claims", "0", doubles == 0),
-        figure(
-            "state_fold", fold_rate, "events/s", f">= {FOLD_TARGET:g}", fold_rate >= FOLD_TARGET
-        ),
+        at_least(f"claims_per_s_{args.processes}_processes", rate, "claims/s", CLAIMS_TARGET),
+        at_most("double_claims", doubles, "claims", 0),
+        at_least("state_fold", fold_rate, "events/s", FOLD_TARGET),
     ]
-    print(
-        json.dumps(
-            {
-                "benchmark": "claims",
-                "processes": args.processes,
-                "tasks": args.tasks,
-                "projections": not args.no_projections,
-                "figures": figures,
-            }
-        )
+    finish(
+        "claims",
+        figures,
+        quick=args.quick,
+        processes=args.processes,
+        tasks=args.tasks,
+        projections=not args.no_projections,
     )
-    sys.exit(0)
+
+
+def cli() -> Any:
+    cmd = parser(__doc__)
+    cmd.add_argument("--processes", type=int, default=16)
+    cmd.add_argument("--tasks", type=int, default=1000)
+    cmd.add_argument("--repeat", type=int, default=3)
+    cmd.add_argument("--no-projections", action="store_true", help="measure the journal alone")
+    args = cmd.parse_args()
+    if args.quick:
+        args.processes, args.tasks, args.repeat = 4, 60, 1
+    return args
 
 
 if __name__ == "__main__":

@@ -1,25 +1,26 @@
-"""CLI start-up benchmark: wall time of ``teamctl --help`` and ``teamctl tasks``.
+"""CLI start-up benchmark: wall time of ``teamctl --help``, ``teamctl tasks`` and ``teamctl status``.
 
 Each sample is a fresh process (what a person or a script pays), run from a sub-folder of a
-scratch repository holding ``--tasks`` tasks. Prints one JSON object:
-{"benchmark": "cli", "figures": [{"name", "value", "unit", "target", "ok"}, ...]} with medians.
+scratch repository holding ``--tasks`` tasks (a fresh team). The bare interpreter start
+(``python -c pass``) is measured in the same run for scale. Prints one JSON object
+{"benchmark": "cli", "figures": [{"name", "value", "unit", "target", "ok"}, ...]} with medians;
+exits 1 when a figure misses its target.
 
-    python benchmarks/bench_cli.py [--samples 15] [--tasks 50]
+    python -m benchmarks.bench_cli [--samples 15] [--tasks 50] [--quick]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-TARGET_MS = 300.0
+from benchmarks.common import at_most, finish, parser, scratch, shown
+
+TARGET_MS = 200.0
 
 
 def teamctl_command() -> list[str]:
@@ -40,13 +41,15 @@ def median_ms(cmd: list[str], cwd: Path, samples: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--samples", type=int, default=15)
-    parser.add_argument("--tasks", type=int, default=50)
-    args = parser.parse_args()
+    cmd = parser(__doc__)
+    cmd.add_argument("--samples", type=int, default=15)
+    cmd.add_argument("--tasks", type=int, default=50)
+    args = cmd.parse_args()
+    if args.quick:
+        args.samples, args.tasks = 2, 5
     teamctl = teamctl_command()
-    with tempfile.TemporaryDirectory() as scratch:
-        repo = Path(scratch) / "repo"
+    with scratch("cli") as tmp:
+        repo = tmp / "repo"
         sub = repo / "src" / "pkg"
         sub.mkdir(parents=True)
         subprocess.run(["git", "init", "-q", str(repo)], check=True)
@@ -56,19 +59,22 @@ def main() -> None:
         with open_team(repo) as team:
             for i in range(args.tasks):
                 team.board.create(f"task {i}", blocked_by=(f"task_{i}",) if i % 3 else ())
-        figures = []
-        for name, extra in (("teamctl --help", ["--help"]), ("teamctl tasks", ["tasks"])):
-            value = median_ms([*teamctl, *extra], sub, args.samples)
-            figures.append(
-                {
-                    "name": f"{name} (median wall time)",
-                    "value": round(value, 1),
-                    "unit": "ms",
-                    "target": f"<= {TARGET_MS:.0f}",
-                    "ok": value <= TARGET_MS,
-                }
+        figures = [
+            shown(
+                "python -c pass (median wall time)",
+                median_ms([sys.executable, "-c", "pass"], sub, args.samples),
+                "ms",
+                1,
             )
-    print(json.dumps({"benchmark": "cli", "figures": figures}))
+        ]
+        for name, extra in (
+            ("teamctl --help", ["--help"]),
+            ("teamctl tasks", ["tasks"]),
+            ("teamctl status", ["status"]),
+        ):
+            value = median_ms([*teamctl, *extra], sub, args.samples)
+            figures.append(at_most(f"{name} (median wall time)", value, "ms", TARGET_MS, 1))
+    finish("cli", figures, quick=args.quick, tasks=args.tasks, samples=args.samples)
 
 
 if __name__ == "__main__":

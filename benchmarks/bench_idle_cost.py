@@ -4,27 +4,25 @@ A real ``TeamRuntime`` (watcher with its 2 s rescan tick, Supervisor) hosts the 
 teammates that have nothing to do (scripted model, never called). CPU is the process's user+sys
 time over a quiet window divided by the window; RSS per teammate is the growth of the process's
 resident set from the lead-only runtime to the 32-teammate one, divided by 32. Prints one JSON
-object.
+object; exits 1 when a figure misses its target.
+
+    python -m benchmarks.bench_idle_cost [--teammates 32] [--window 10] [--quick]
 """
 
 from __future__ import annotations
 
-import argparse
 import gc
-import json
 import resource
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 from actors.factory import init_team
 from actors.runtime.runtime import TeamRuntime
 from actors.services import TeammateSpec
 from actors.settings import Settings, TeamSettings
+from benchmarks.common import at_most, finish, parser, scratch
 from harness.model.scripted import ScriptedModel
 
 
@@ -77,30 +75,21 @@ def run(teammates: int, window_s: float, tmp: Path) -> dict[str, float]:
         rt.stop()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--teammates", type=int, default=32)
-    parser.add_argument("--window", type=float, default=10.0)
-    args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp:
-        got = run(args.teammates, args.window, Path(tmp))
-
-    def fig(name: str, value: float, unit: str, target: float) -> dict[str, Any]:
-        return {
-            "name": name,
-            "value": round(value, 3),
-            "unit": unit,
-            "target": target,
-            "ok": value <= target,
-        }
-
+def main(argv: list[str] | None = None) -> None:
+    cmd = parser(__doc__)
+    cmd.add_argument("--teammates", type=int, default=32)
+    cmd.add_argument("--window", type=float, default=10.0)
+    args = cmd.parse_args(argv)
+    if args.quick:
+        args.teammates, args.window = 2, 0.5
+    with scratch("idle-cost") as tmp:
+        got = run(args.teammates, args.window, tmp)
     figures = [
-        fig("idle_cpu_pct_of_one_core", got["cpu_pct"], "%", 1.0),
-        fig("idle_rss_per_teammate", got["rss_kib"] / 1024.0, "MiB", 1.0),
+        at_most("idle_cpu_pct_of_one_core", got["cpu_pct"], "%", 1.0),
+        at_most("idle_rss_per_teammate", got["rss_kib"] / 1024.0, "MiB", 1.0),
     ]
-    print(json.dumps({"benchmark": "idle_cost", "teammates": args.teammates, "figures": figures}))
-    return 0 if all(f["ok"] for f in figures) else 1
+    finish("idle_cost", figures, quick=args.quick, teammates=args.teammates)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -5,22 +5,21 @@ system prompt with skills/memory/team-state sections, compaction checks, transcr
 line) runs steps against a zero-latency scripted model whose every reply calls a no-op read-only
 tool. Per step we time ``step()`` and subtract the time spent inside ``model.complete``, so the
 figure covers context assembly, the pairing check, the tool pipeline, hooks and the transcript
-write. Prints one JSON object.
+write. Prints one JSON object; exits 1 when a figure misses its target.
+
+    python -m benchmarks.bench_loop [--steps 300] [--quick]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
-import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
+from benchmarks.common import at_most, finish, parser, scratch, shown
 from harness.agent import Agent, AgentConfig
 from harness.hooks import HookResult, HookRunner
 from harness.model.scripted import ScriptedModel
@@ -116,31 +115,27 @@ def run(steps: int, root: Path) -> list[float]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--steps", type=int, default=300)
-    args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp:
-        samples = run(args.steps, Path(tmp))
+def main(argv: list[str] | None = None) -> None:
+    cmd = parser(__doc__)
+    cmd.add_argument("--steps", type=int, default=300)
+    args = cmd.parse_args(argv)
+    if args.quick:
+        args.steps = 60
+    with scratch("loop") as tmp:
+        samples = run(args.steps, tmp)
     late = statistics.median(samples[-50:])  # chronological: the longest histories
     samples.sort()
     p50 = statistics.median(samples)
     p90 = samples[int(len(samples) * 0.9) - 1]
     p99 = samples[int(len(samples) * 0.99) - 1]
-
-    def fig(name: str, value: float, target: float | None) -> dict[str, Any]:
-        ok = target is None or value <= target
-        return {"name": name, "value": round(value, 3), "unit": "ms", "target": target, "ok": ok}
-
     figures = [
-        fig("step_overhead_p50", p50, TARGET_MS),
-        fig("step_overhead_p90", p90, None),
-        fig("step_overhead_p99", p99, None),
-        fig("step_overhead_p50_last_50_steps", late, TARGET_MS),
+        at_most("step_overhead_p50", p50, "ms", TARGET_MS),
+        shown("step_overhead_p90", p90, "ms"),
+        shown("step_overhead_p99", p99, "ms"),
+        at_most("step_overhead_p50_last_50_steps", late, "ms", TARGET_MS),
     ]
-    print(json.dumps({"benchmark": "loop", "steps": args.steps, "figures": figures}))
-    return 0 if all(f["ok"] for f in figures) else 1
+    finish("loop", figures, quick=args.quick, steps=args.steps)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

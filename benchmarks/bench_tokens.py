@@ -28,7 +28,10 @@ both as real subprocesses using the real ``anthropic`` SDK against the local fak
 
 ``--runs N`` repeats each run and reports medians. ``--runtime DIR`` runs ``teamctl`` from the
 source tree ``DIR`` (e.g. an exported older commit) while the fake API stays this one. Prints one
-JSON object; exits 1 when a figure misses its goal (listed in ``misses``).
+JSON object (every goal also as a figure in ``figures``); exits 1 when a figure misses its goal
+(listed in ``misses``). ``--quick`` runs the first workload only.
+
+    python -m benchmarks.bench_tokens [WORKLOAD ...] [--runs N] [--quick]
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks import common  # noqa: E402
 from harness.model.fakeapi import (  # noqa: E402
     FakeMessagesServer,
     ServedCall,
@@ -377,21 +381,40 @@ def bench(name: str, runs: int, runtime: Path | None, timeout: float) -> dict[st
     }
 
 
+def goal_figures(result: dict[str, Any]) -> list[common.Figure]:
+    """One figure per goal of a workload's report, and one for its completion."""
+    name, figures, goals = result["workload"], result["figures"], result["goals"]
+    out = [
+        common.figure(f"{name}.completed", figures["completed"], "", "true", figures["completed"])
+    ]
+    for fig, (direction, key) in GOALS.items():
+        if key in goals:
+            value, goal = figures[fig], goals[key]
+            ok = value >= goal if direction == ">=" else value <= goal
+            out.append(common.figure(f"{name}.{fig}", value, "", f"{direction} {goal}", ok, 4))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("workloads", nargs="*", default=list(DEFAULT_WORKLOADS))
     parser.add_argument("--runs", type=int, default=1, help="repeat each run; medians reported")
     parser.add_argument("--runtime", type=Path, default=None, help="source tree running teamctl")
     parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--quick", action="store_true", help="the first workload, once")
     args = parser.parse_args(argv)
-    reports = [bench(name, args.runs, args.runtime, args.timeout) for name in args.workloads]
+    names = args.workloads[:1] if args.quick else args.workloads
+    runs = 1 if args.quick else args.runs
+    reports = [bench(name, runs, args.runtime, args.timeout) for name in names]
     misses = [m for r in reports for m in r["misses"]]
-    print(
-        json.dumps(
-            {"benchmark": "tokens", "runs": args.runs, "workloads": reports, "misses": misses}
-        )
+    figures = [f for r in reports for f in goal_figures(r)]
+    code = common.report(
+        "tokens", figures, quick=args.quick, runs=runs, workloads=reports, misses=misses
     )
-    return 1 if misses else 0
+    return 1 if misses else code
 
 
 if __name__ == "__main__":

@@ -4,25 +4,24 @@ A real ``TeamRuntime`` hosts the lead (scripted model, no latency). A child proc
 message at a time into the lead's Maildir and reports the ``CLOCK_MONOTONIC`` time (system-wide
 on Linux) at which the delivery was durable; the lead's model records when its call starts. The
 watcher (inotify, debounce 5 ms, step 5 ms) is the only path: nothing in-process tells the lead.
-Prints one JSON object.
+Prints one JSON object; exits 1 when a figure misses its target.
+
+    python -m benchmarks.bench_wake [--messages 200] [--quick]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 from actors.factory import init_team
 from actors.runtime.runtime import TeamRuntime
+from benchmarks.common import at_most, finish, parser, scratch
 from harness.model.scripted import ScriptedModel
 from harness.ports import ModelRequest, ModelResponse
 
@@ -89,23 +88,22 @@ def run(n: int, tmp: Path) -> list[float]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--messages", type=int, default=200)
-    args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp:
-        samples = sorted(run(args.messages, Path(tmp)))
+def main(argv: list[str] | None = None) -> None:
+    cmd = parser(__doc__)
+    cmd.add_argument("--messages", type=int, default=200)
+    args = cmd.parse_args(argv)
+    if args.quick:
+        args.messages = 5
+    with scratch("wake") as tmp:
+        samples = sorted(run(args.messages, tmp))
     p50 = statistics.median(samples)
     p99 = samples[max(0, int(len(samples) * 0.99) - 1)]
-
-    def fig(name: str, value: float, target: float | None) -> dict[str, Any]:
-        ok = target is None or value <= target
-        return {"name": name, "value": round(value, 3), "unit": "ms", "target": target, "ok": ok}
-
-    figures = [fig("wake_latency_p50", p50, 10.0), fig("wake_latency_p99", p99, 50.0)]
-    print(json.dumps({"benchmark": "wake", "messages": args.messages, "figures": figures}))
-    return 0 if all(f["ok"] for f in figures) else 1
+    figures = [
+        at_most("wake_latency_p50", p50, "ms", 10.0),
+        at_most("wake_latency_p99", p99, "ms", 50.0),
+    ]
+    finish("wake", figures, quick=args.quick, messages=args.messages)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

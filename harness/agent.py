@@ -55,7 +55,7 @@ from harness.tools.registry import ToolRegistry, builtin_tools
 from harness.tools.skill_tool import LoadSkillTool
 from harness.tools.subagent import SUBAGENT_KEY, SubagentOutcome, TaskInput, TaskTool
 from harness.tools.todo import TodoStore
-from harness.transcript import Transcript, load_transcript, repair_dangling
+from harness.transcript import Transcript, TranscriptSink, load_transcript, repair_dangling
 from teamctl_base.models import Frozen
 
 log = logging.getLogger(__name__)
@@ -130,6 +130,7 @@ class Agent:
         session_id: str = "",
         resume: bool = False,
         subagent: bool = False,
+        transcript_sink: TranscriptSink | None = None,
     ) -> None:
         self.config = config
         self.root, self.cwd = root, cwd or root
@@ -170,7 +171,9 @@ class Agent:
             extra_roots=_extra_roots(policy),
         )
         self.transcript = (
-            Transcript.for_agent(transcript_dir, config.name, fsync=config.fsync_transcript)
+            Transcript.for_agent(
+                transcript_dir, config.name, fsync=config.fsync_transcript, sink=transcript_sink
+            )
             if transcript_dir is not None
             else None
         )

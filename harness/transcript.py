@@ -46,18 +46,29 @@ def _dump(message: Message) -> dict[str, Any]:
     return message.model_dump(mode="json", exclude_none=True)
 
 
+TranscriptSink = Callable[[str], None]
+"""Told each line (without its newline) after it is written to the file: how a host shares its
+agents' transcripts beyond its own disk (docs/SCALE-OUT.md, "Transcripts and job output"). The
+harness knows nothing of where it goes; a sink must not raise (it logs its own failures)."""
+
+
 class Transcript:
     """Writer for one agent's transcript. Single writer: the process hosting the agent."""
 
-    def __init__(self, path: Path, *, fsync: bool = True) -> None:
+    def __init__(
+        self, path: Path, *, fsync: bool = True, sink: TranscriptSink | None = None
+    ) -> None:
         self.path = path
         self.fsync = fsync
+        self.sink = sink
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file: TextIO | None = None
 
     @classmethod
-    def for_agent(cls, directory: Path, agent: str, *, fsync: bool = True) -> Transcript:
-        return cls(directory / f"{agent}.jsonl", fsync=fsync)
+    def for_agent(
+        cls, directory: Path, agent: str, *, fsync: bool = True, sink: TranscriptSink | None = None
+    ) -> Transcript:
+        return cls(directory / f"{agent}.jsonl", fsync=fsync, sink=sink)
 
     def _open(self) -> TextIO:
         # A torn last line (crash mid-write) is cut off so the next record starts on its own line.
@@ -83,6 +94,8 @@ class Transcript:
         self._file.flush()
         if self.fsync:
             os.fsync(self._file.fileno())
+        if self.sink is not None:
+            self.sink(line)
 
     def meta(self, **data: Any) -> None:
         self._write({"type": "meta", **data})
@@ -134,10 +147,15 @@ class LoadedTranscript:
 
 def load_transcript(path: Path) -> LoadedTranscript:
     """Fold a transcript file into its message list (a missing file is an empty transcript)."""
-    out = LoadedTranscript()
     if not path.exists():
-        return out
-    raw = path.read_text(encoding="utf-8", errors="replace")
+        return LoadedTranscript()
+    return fold_transcript(path.read_text(encoding="utf-8", errors="replace"), str(path))
+
+
+def fold_transcript(raw: str, where: str) -> LoadedTranscript:
+    """Fold a transcript's text (its JSONL lines, wherever they were stored) into its message
+    list; ``where`` names it in a ``TranscriptError``."""
+    out = LoadedTranscript()
     lines = raw.split("\n")
     complete = raw.endswith("\n")
     if lines and lines[-1] == "":
@@ -154,7 +172,7 @@ def load_transcript(path: Path) -> LoadedTranscript:
                 out.torn_tail = True
                 break
             raise TranscriptError(
-                f"{path}:{n}: bad transcript line ({exc}): {line[:200]!r}"
+                f"{where}:{n}: bad transcript line ({exc}): {line[:200]!r}"
             ) from exc
     return out
 

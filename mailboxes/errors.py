@@ -61,3 +61,8 @@ class WriteFailed(MailboxesError, OSError):
 
 class LivenessUnavailable(MailboxesError):
     """The lease store cannot be reached: nobody can be judged dead (or alive) until it is."""
+
+
+class MailboxUnavailable(MailboxesError):
+    """The mailbox store (JetStream) cannot be reached: nothing was delivered, read or acked
+    by the call that raised it (a delivery may still land; its id makes a retry land once)."""

@@ -139,16 +139,24 @@ class TaskReleased(Payload):
 
 
 class TaskCompleted(Payload):
-    """v2: ``forced_by``, the person who completed a live agent's task by hand (``--force``)."""
+    """v2: ``forced_by``, the person who completed a live agent's task by hand (``--force``).
+    v3: ``commit`` and ``remote``, where a worktree-bound task's work is (docs/SCALE-OUT.md,
+    "Code across hosts")."""
 
     TYPE = "task.completed"
-    VERSION = 2
+    VERSION = 3
     task_id: str
     owner: str
     epoch: int
     summary: str = ""
     unblocked: tuple[str, ...] = ()
     forced_by: str | None = None
+    commit: str | None = None
+    """The tip of the task's worktree branch when it was completed (None: no worktree, or
+    completed without one of its clone's Worktrees actors)."""
+    remote: str | None = None
+    """The git remote ``commit`` was pushed to (as ``wt/<name>``); None = it stayed in the clone
+    that completed it."""
 
 
 class TaskVerified(Payload):
@@ -502,6 +510,12 @@ def _member_spawned_v1(data: dict[str, Any]) -> dict[str, Any]:
 @upgrade("task.completed", from_v=1)
 def _new_optional_field_v1(data: dict[str, Any]) -> dict[str, Any]:
     """v1 had no ``forced_by`` (nobody forced it) or ``verify`` (no check): the defaults."""
+    return data
+
+
+@upgrade("task.completed", from_v=2)
+def _completed_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """v2 had no ``commit`` or ``remote`` (nothing recorded): the defaults."""
     return data
 
 

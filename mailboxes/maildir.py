@@ -1,10 +1,12 @@
 """Durable per-agent inboxes on disk: one Maildir per agent under ``.team/mailboxes``.
 
-Layout: ``<root>/<agent>/{tmp,new,cur,bad}``. A sender writes ``tmp/<name>``, fsyncs it, renames
-it into ``new/<name>`` and fsyncs ``new/``; only then is the delivery acknowledged. Readers list
-``new/`` and so never see a partial message. ``<name>`` is ``<ns-time:020>.<seq:010>.<msg_id>``:
-it sorts by delivery time and is unique (the id alone is). Ack renames ``new/<name>`` to
-``cur/<name>``; a message id is therefore in exactly one of ``new`` and ``cur``. A file in ``new``
+Layout: ``<root>/<agent>/{tmp,new,cur,bad}``. A sender writes ``tmp/<name>``, fsyncs it, links
+it into ``new/<name>`` (never replacing a file already there), removes the ``tmp`` name and fsyncs
+``new/``; only then is the delivery acknowledged. Readers list ``new/`` and so never see a partial
+message. ``<name>`` is ``<ns:020>.<pid>-<seq>-<host>.<msg_id>`` (``UniqueNames``): it sorts by
+delivery time and is unique across processes and hosts even when two of them deliver the same
+message id in the same nanosecond; should a name still be taken, in ``tmp/`` or in ``new/``, the
+sender retries with a fresh one. Ack renames ``new/<name>`` to ``cur/<name>``. A file in ``new``
 that is not a valid envelope is moved to ``bad/`` with a warning, never retried.
 """
 
@@ -15,8 +17,10 @@ import errno
 import logging
 import os
 import re
+import socket
 import stat
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
@@ -39,12 +43,43 @@ __all__ = ["Maildir", "MessageDraft"]
 
 log = logging.getLogger(__name__)
 
-_NAME = re.compile(r"^(\d{20})\.(\d+)\.([A-Za-z0-9_-]{1,64})$")
+_NAME = re.compile(r"^(\d{20})\.([A-Za-z0-9-]{1,80})\.([A-Za-z0-9_-]{1,64})$")
+_NAME_ATTEMPTS = 100
+"""Fresh names tried for one message before a delivery gives up (each collision is a bug or an
+adversary: ``UniqueNames`` never repeats one)."""
+_NO_LINK = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK})
 _SUBDIRS = ("tmp", "cur", "bad", "new")  # ``new`` last: its presence means "known agent"
 
 Step = Callable[[str], None]
 """Fault-injection hook called after each delivery step: ``tmp_written``, ``tmp_synced``,
 ``renamed`` (per message) and ``dir_synced`` (per inbox)."""
+
+
+NameSource = Callable[[int, str], str]
+"""Makes a delivery's file name from its time (integer nanoseconds) and message id; called
+again with the same arguments after a collision, it must eventually return a different name."""
+
+
+class UniqueNames:
+    """The production ``NameSource``: ``<ns:020>.<pid>-<seq>-<host>.<msg_id>``.
+
+    ``seq`` counts per process, so names from one host never repeat, and the host (letters, digits
+    and ``-`` only) keeps two hosts sharing a folder apart. Thread-safe."""
+
+    def __init__(self, host: str | None = None) -> None:
+        raw = socket.gethostname() if host is None else host
+        self.host = re.sub(r"[^A-Za-z0-9-]", "-", raw)[:40] or "host"
+        self._lock = threading.Lock()
+        self._seq = 0
+
+    def __call__(self, ns: int, msg_id: str) -> str:
+        with self._lock:
+            self._seq += 1
+            seq = self._seq
+        return f"{ns:020d}.{os.getpid()}-{seq}-{self.host}.{msg_id}"
+
+
+_UNIQUE_NAMES = UniqueNames()  # one counter per process, shared by every Maildir in it
 
 
 def _id_of(name: str) -> str | None:
@@ -65,6 +100,7 @@ class Maildir:
         max_message_bytes: int = 1_048_576,
         on_step: Step | None = None,
         fsync: Fsync = os.fsync,
+        names: NameSource | None = None,
     ) -> None:
         self.root = Path(root)
         self._clock: Clock = clock or SystemClock()
@@ -72,8 +108,12 @@ class Maildir:
         self.max_message_bytes = max_message_bytes
         self._on_step = on_step
         self._fsync = fsync
+        self._names: NameSource = names or _UNIQUE_NAMES
+        # Integer nanoseconds from the system clock: a float ``now()`` has ~250 ns resolution.
+        self._now_ns: Callable[[], int] = (
+            time.time_ns if clock is None else lambda: round(self._clock.now() * 1e9)
+        )
         self._lock = threading.Lock()
-        self._seq = 0
         self._last_ns = 0
 
     # -- inboxes -------------------------------------------------------------------------------
@@ -164,16 +204,21 @@ class Maildir:
                 in_reply_to=draft.in_reply_to,
                 body=draft.body,
             )
-            staged.append((envelope, self._next_name(now, envelope.id)))
+            staged.append((envelope, self._next_name(envelope.id)))
         return self._commit(staged)
 
-    def _next_name(self, now: float, msg_id: str) -> str:
+    def _next_name(self, msg_id: str) -> str:
         with self._lock:
-            # Names from one process sort in send order even if the wall clock steps back.
-            ns = max(int(now * 1e9), self._last_ns + 1)
+            # Names from one Maildir sort in send order even if the wall clock steps back.
+            ns = max(self._now_ns(), self._last_ns + 1)
             self._last_ns = ns
-            self._seq += 1
-            return f"{ns:020d}.{self._seq:010d}.{msg_id}"
+        return self._names(ns, msg_id)
+
+    def _fresh_names(self, first: str, msg_id: str) -> Iterable[str]:
+        """``first``, then new names for the same message, one per collision."""
+        yield first
+        for _ in range(_NAME_ATTEMPTS - 1):
+            yield self._next_name(msg_id)
 
     def _step(self, name: str) -> None:
         if self._on_step is not None:
@@ -194,11 +239,12 @@ class Maildir:
         base = os.fspath(self.root)
         written: dict[str, None] = {}
         new_dirs: dict[str, None] = {}
+        tmp_names: list[str] = []
         try:
             for envelope, name, data in payloads:
-                tmp = f"{base}/{envelope.to}/tmp/{name}"
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+                fd, tmp = self._create_tmp(f"{base}/{envelope.to}/tmp", name, envelope.id)
                 written[tmp] = None
+                tmp_names.append(tmp)
                 try:
                     write_all(fd, data)
                     self._step("tmp_written")
@@ -209,11 +255,11 @@ class Maildir:
                     os.close(fd)
                 self._step("tmp_synced")
             crash_point("maildir.before_rename")
-            for envelope, name, _ in payloads:
-                box = f"{base}/{envelope.to}"
-                os.rename(f"{box}/tmp/{name}", f"{box}/new/{name}")
-                del written[f"{box}/tmp/{name}"]
-                new_dirs[f"{box}/new"] = None
+            for (envelope, _, _), tmp in zip(payloads, tmp_names, strict=True):
+                new_dir = f"{base}/{envelope.to}/new"
+                self._publish(tmp, new_dir, envelope.id)
+                del written[tmp]
+                new_dirs[new_dir] = None
                 self._step("renamed")
         finally:
             for tmp in written:  # a failed call leaves no orphan behind
@@ -223,6 +269,41 @@ class Maildir:
             fsync_dir(Path(new_dir), self._fsync)
             self._step("dir_synced")
         return [envelope for envelope, _, _ in payloads]
+
+    def _create_tmp(self, tmp_dir: str, name: str, msg_id: str) -> tuple[int, str]:
+        """Create ``tmp_dir/<name>`` exclusively, under a fresh name if that one is taken."""
+        for candidate in self._fresh_names(name, msg_id):
+            path = f"{tmp_dir}/{candidate}"
+            try:
+                return os.open(
+                    path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600
+                ), path
+            except FileExistsError:
+                log.warning(
+                    "maildir name %s is taken in %s; retrying with a new one", candidate, tmp_dir
+                )
+        raise _names_taken(msg_id)
+
+    def _publish(self, tmp: str, new_dir: str, msg_id: str) -> None:
+        """Move ``tmp`` into ``new_dir`` under its name or, if a file already has that name there,
+        under a fresh one: a link never replaces a file, where a rename would silently drop the
+        message already there. File systems without hard links fall back to a rename."""
+        for candidate in self._fresh_names(os.path.basename(tmp), msg_id):
+            try:
+                os.link(tmp, f"{new_dir}/{candidate}")
+            except FileExistsError:
+                log.warning(
+                    "maildir name %s is taken in %s; retrying with a new one", candidate, new_dir
+                )
+                continue
+            except OSError as exc:
+                if exc.errno not in _NO_LINK:
+                    raise
+                os.rename(tmp, f"{new_dir}/{candidate}")
+                return
+            os.unlink(tmp)
+            return
+        raise _names_taken(msg_id)
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -329,6 +410,21 @@ class Maildir:
         box = self._require(agent)
         return any(_id_of(n) == message_id for sub in ("new", "cur") for n in os.listdir(box / sub))
 
+    def history(self, agent: str) -> list[Envelope]:
+        """Every message in ``new`` and ``cur`` (``MailArchive``), oldest first by file name;
+        a file that is not a valid envelope is ``BadMessage``."""
+        box = self._require(agent)
+        names = [(n, sub) for sub in ("new", "cur") for n in os.listdir(box / sub)]
+        found = []
+        for name, sub in sorted(names):
+            for folder in dict.fromkeys((sub, "cur")):  # acked (moved to cur) meanwhile
+                try:
+                    found.append(parse_envelope((box / folder / name).read_bytes()))
+                    break
+                except FileNotFoundError:
+                    continue
+        return found
+
     def unread(self, agent: str) -> int:
         """How many messages wait in ``new`` (not acked yet)."""
         return len(os.listdir(self._require(agent) / "new"))
@@ -401,6 +497,11 @@ def _check(envelope: Envelope, name: str, agent: str, raw: bytes) -> Envelope:
     if envelope.to != agent:
         raise InvalidEnvelope(f"addressed to {envelope.to!r}, found in {agent!r}'s inbox", raw)
     return envelope
+
+
+def _names_taken(msg_id: str) -> WriteFailed:
+    taken = FileExistsError(errno.EEXIST, f"{_NAME_ATTEMPTS} file names in a row were taken")
+    return WriteFailed(f"delivering {msg_id!r}", taken)
 
 
 def _remove(path: Path) -> None:

@@ -18,6 +18,10 @@ revision per key) whose TTL is the lease TTL: a key lives ``ttl`` seconds after 
   server drops the key. This replaces the kernel dropping a ``flock`` and is what ``owner_dead``
   relies on (docs/RELIABILITY.md).
 
+Replicas: as for the journal stream (``mailboxes.journal.nats.wanted_replicas``): a new bucket gets
+``min(3, cluster size)`` copies unless ``replicas`` says otherwise; an existing bucket is used as
+it is, and fewer copies than the cluster could hold are a warning (``NatsLiveness.replicas``).
+
 nats-py is asyncio: like ``NatsEventStore`` (mailboxes/journal/nats.py), the store owns one event
 loop in a daemon thread; refreshes are timers on that loop (no polling); ``close`` stops them.
 """
@@ -109,7 +113,7 @@ class NatsLiveness:
         ttl: float = 10.0,
         refresh: float | None = None,
         on_lost: Callable[[str], None] | None = None,
-        replicas: int = 1,
+        replicas: int | None = None,
         timeout: float = 5.0,
     ) -> None:
         _require_nats()
@@ -124,7 +128,13 @@ class NatsLiveness:
         self.refresh = refresh
         self._servers = [servers] if isinstance(servers, str) else list(servers)
         self._on_lost = on_lost
-        self._replicas = replicas
+        self._want_replicas = replicas
+        self.server_version = ""
+        """The version of the server this store connected to."""
+        self.cluster_size = 1
+        """Servers in the connected server's cluster when the store connected (1: none)."""
+        self.replicas = 0
+        """Copies of the bucket kept by the cluster."""
         self._timeout = timeout
         self._leases: dict[str, _Lease] = {}  # touched only on the loop thread
         self._closed = False
@@ -217,34 +227,49 @@ class NatsLiveness:
             raise
 
     async def _connect(self) -> None:
-        import nats
         from nats.js.api import KeyValueConfig, StorageType
         from nats.js.errors import BadRequestError
 
-        self._nc = await nats.connect(
-            servers=self._servers,
-            connect_timeout=self._timeout,
-            allow_reconnect=True,
-            max_reconnect_attempts=-1,
-            reconnect_time_wait=0.25,
-            name=f"teamctl-liveness-{self.team}",
+        from mailboxes.journal.nats import (
+            OPEN_DEADLINE,
+            cluster_size,
+            connect,
+            server_version,
+            until_answered,
+            wanted_replicas,
+            warn_few_replicas,
+        )
+
+        # Bounded: an unreachable server is NatsUnavailable, not a retry for ever.
+        self._nc = await connect(
+            self._servers, timeout=self._timeout, name=f"teamctl-liveness-{self.team}"
         )
         js = self._nc.jetstream(timeout=self._timeout)
+        self.server_version = server_version(self._nc)
+        self.cluster_size = cluster_size(self._nc)
         config = KeyValueConfig(
             bucket=self.bucket,
             history=1,
             ttl=self.ttl,
             storage=StorageType.FILE,
-            replicas=self._replicas,
+            replicas=wanted_replicas(self.cluster_size, self._want_replicas),
         )
-        try:
-            self._kv = await js.create_key_value(config)  # the same config twice is no error
+        what = f"liveness bucket {self.bucket}"
+        try:  # the same config twice is no error
+            self._kv = await until_answered(
+                lambda: js.create_key_value(config), what, OPEN_DEADLINE
+            )
         except BadRequestError:  # exists with another configuration
-            self._kv = await js.key_value(self.bucket)
+            self._kv = await until_answered(lambda: js.key_value(self.bucket), what, OPEN_DEADLINE)
             existing = (await self._kv.status()).ttl
-            raise ValueError(
-                f"liveness bucket {self.bucket} has a lease TTL of {existing}s, not {self.ttl}s"
-            ) from None
+            if existing is None or abs(existing - self.ttl) > 1e-6:
+                raise ValueError(
+                    f"liveness bucket {self.bucket} has a lease TTL of {existing}s, not {self.ttl}s"
+                ) from None
+        kv = self._kv
+        status = await until_answered(kv.status, what, OPEN_DEADLINE)
+        self.replicas = status.stream_info.config.num_replicas or 1
+        warn_few_replicas("bucket", self.bucket, self.replicas, self.cluster_size)
 
     def _holder(self) -> bytes:
         """A new lease's value: who holds it, for people (liveness is the key itself), and an id
@@ -340,13 +365,18 @@ class NatsLiveness:
         return True
 
     async def _keys(self) -> list[str]:
+        """Keys of live leases. The bucket's key listing (a consumer over the stream) can still
+        show a key the TTL just expired (seen on a loaded 3-node cluster), so each listed key is
+        confirmed the way ``is_alive`` reads it."""
         from nats.js.errors import NoKeysError
 
         assert self._kv is not None
         try:
-            return await self._kv.keys()
+            listed = await self._kv.keys()
         except NoKeysError:
             return []
+        live = await asyncio.gather(*(self._exists(key) for key in listed))
+        return [key for key, ok in zip(listed, live, strict=True) if ok]
 
     async def _shutdown(self) -> None:
         for lease in list(self._leases.values()):

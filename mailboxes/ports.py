@@ -1,8 +1,9 @@
 """Every seam of the durable layer to the outside world, on one screen.
 
-The file implementations (journal, Maildir, flock liveness, watchfiles watcher) live beside this
-module; nothing outside ``mailboxes/`` touches ``.team/journal.jsonl`` or a Maildir folder
-directly. A later backend (e.g. NATS JetStream) implements the same protocols.
+The file implementations (journal, Maildir, flock liveness, watchfiles watcher, blobs,
+transcripts) live beside this module; nothing outside ``mailboxes/`` touches ``.team/journal.jsonl``
+or a Maildir folder directly. The JetStream backend (docs/SCALE-OUT.md) implements the same
+protocols; docs/ARCHITECTURE.md, "Backends and seams", has the table of ports and backends.
 """
 
 from __future__ import annotations
@@ -145,6 +146,55 @@ class Mailbox(Protocol):
     def holds(self, agent: str, message_id: str) -> bool:
         """Whether ``agent``'s inbox has the message of this id, acked or not (keyed
         re-delivery: a sender that may have delivered before a restart asks first)."""
+        ...
+
+
+@runtime_checkable
+class MailArchive(Protocol):
+    """Read-only audit of inboxes (scenario checks, the nothing-lost oracle): what a ``Mailbox``
+    still stores, acked or not. Both backends' mailboxes have it beside the ``Mailbox``
+    protocol."""
+
+    def history(self, agent: str) -> list[Envelope]:
+        """Every message still stored for ``agent`` (acked ones until pruned, unacked ones),
+        oldest first, each stored copy once: a message id stored twice appears twice.
+        ``UnknownRecipient`` without an inbox."""
+        ...
+
+
+@runtime_checkable
+class BlobStore(Protocol):
+    """Named byte blobs a team keeps beside its journal (state snapshots): a cache, never the
+    truth. ``put`` replaces a blob atomically (a reader sees the old or the new bytes, whole);
+    nothing promises it survives a crash, so readers check what they get."""
+
+    def get(self, name: str) -> bytes | None:
+        """The blob ``name`` (None if there is none)."""
+        ...
+
+    def put(self, name: str, data: bytes) -> None:
+        """Store ``data`` as ``name``, replacing any earlier blob of that name."""
+        ...
+
+
+@runtime_checkable
+class TranscriptStore(Protocol):
+    """What hosted agents and their background jobs leave as text: each agent's transcript (the
+    JSONL lines of ``harness/transcript.py``) and each job's output log. Written by the process
+    hosting them; read through this port by anyone who shows them (the web dashboard, scenario
+    checks), so a reader never opens ``.team/`` paths itself."""
+
+    def agents(self) -> list[str]:
+        """Agents that have a transcript, sorted."""
+        ...
+
+    def transcript(self, agent: str) -> bytes | None:
+        """``agent``'s whole transcript (its JSONL lines; None: it has none)."""
+        ...
+
+    def job_output(self, job_id: str, *, tail: int) -> tuple[bytes, int] | None:
+        """The last ``tail`` bytes of job ``job_id``'s output and its whole size in bytes
+        (None: no output recorded for it)."""
         ...
 
 

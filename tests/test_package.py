@@ -42,7 +42,7 @@ ACTORS_LAYERS: tuple[tuple[str, ...], ...] = (
     ("protocols", "workflows"),
     ("tools",),
     ("runtime", "live"),
-    ("scenarios",),
+    ("scenarios", "web"),
     ("cli",),
 )
 """The units of ``actors`` (subpackages and top-level modules), lowest layer first. A unit imports
@@ -60,7 +60,8 @@ layer  units                              what they are
 5      ``protocols``                      plan approval and shutdown between members
 6      ``tools``                          the team tools agents call
 7      ``runtime``, ``live``              the team runtime and its actors; the live view
-8      ``scenarios``                      scripted scenarios, runner, checker, demo
+8      ``scenarios``, ``web``             scripted scenarios, runner, checker, demo; the web
+                                          dashboard's server and JSON API
 9      ``cli``                            the command line: may import everything
 =====  =================================  ======================================================
 """

@@ -1,6 +1,7 @@
 """Static checks of the seams (docs/ARCHITECTURE.md, "Backends and seams"): outside ``mailboxes/``
-nothing names a Maildir folder, calls a Maildir-only method or imports the file stores directly,
-so that another backend can stand behind the ports of ``mailboxes/ports.py``.
+nothing names a Maildir folder or the transcripts folder, calls a Maildir-only method, reads a
+transcript file or imports the file stores directly, so that another backend can stand behind
+the ports of ``mailboxes/ports.py``.
 
 The allowlist names the files not converted yet; it may only shrink.
 """
@@ -14,8 +15,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-FOLDERS = frozenset({"mailboxes", "new", "cur", "tmp", "bad", "journal.jsonl"})
-"""String constants that are Maildir folders or the journal file."""
+FOLDERS = frozenset({"mailboxes", "new", "cur", "tmp", "bad", "journal.jsonl", "transcripts"})
+"""String constants that are Maildir folders, the journal file or the transcripts folder."""
+FILE_READERS = frozenset({"load_transcript", "FileJournal", "FileWatcher"})
+"""Readers of one backend's files: a transcript file (``TranscriptStore`` instead), the journal
+file (``Team.journal``), a watcher of paths (``Team.watch``)."""
 MAILDIR_ONLY = frozenset({"counts", "inbox", "agent_for_path", "prune", "recover", "deliver_many"})
 """``Maildir`` methods that are not part of the ``Mailbox`` protocol."""
 FILE_MODULES = frozenset({"mailboxes.maildir", "mailboxes.watch"})
@@ -27,8 +31,8 @@ ALLOWED: dict[str, str] = {
     "actors/cli/main.py": "names the package 'mailboxes', not a folder",
     "actors/live/load.py": "not converted yet: read counts for the live view",
     "actors/live/view.py": "not converted yet: the live view's watcher takes paths",
-    "actors/scenarios/facts.py": "not converted yet: scenario facts list Maildir folders",
-    "actors/workflows/engine.py": "not converted yet: the workflow waker watches the journal file",
+    "actors/runtime/members.py": "the hosting process writes its agents' transcripts as files",
+    "actors/runtime/hosting.py": "resuming reads whether the hosted agent's own transcript exists",
 }
 
 
@@ -58,6 +62,8 @@ def offences(source: str) -> list[str]:
             out.append(f"line {node.lineno}: names the file store's {node.value!r}")
         elif isinstance(node, ast.Attribute) and node.attr in MAILDIR_ONLY:
             out.append(f"line {node.lineno}: calls Maildir-only .{node.attr}")
+        elif isinstance(node, ast.Name) and node.id in FILE_READERS:
+            out.append(f"line {node.lineno}: uses the file-only {node.id}")
         elif isinstance(node, ast.ImportFrom) and node.module in FILE_MODULES:
             out.append(f"line {node.lineno}: imports {node.module}")
         elif isinstance(node, ast.Import):
@@ -97,6 +103,10 @@ def test_the_allowlist_only_names_files_that_still_need_it() -> None:
         "mailbox.inbox(name)\n",
         "from mailboxes.maildir import Maildir\n",
         "import mailboxes.watch\n",
+        "load_transcript(root / 'x.jsonl')\n",
+        "team_dir / 'transcripts'\n",
+        "FileJournal(team_dir, read_only=True)\n",
+        "FileWatcher([path], hint)\n",
     ],
 )
 def test_each_way_around_the_seams_is_caught(source: str) -> None:

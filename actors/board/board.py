@@ -19,22 +19,26 @@ journal, nothing is written and the result describes the stored event.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from actors.board import snapshot
 from actors.board.fold import fold_all
 from actors.board.projections import Projections
 from actors.board.rules import (
     ALREADY_YOURS,
     LEAD,
+    MAX_SUBJECT_CHARS,
     ClaimResult,
     Completion,
     alive,
     check_new_member,
+    check_subject,
     fence,
     live,
     refusal,
@@ -57,29 +61,19 @@ from mailboxes.events import (
     draft,
 )
 from mailboxes.messages import check_agent_name
-from mailboxes.ports import EventStore, Liveness
+from mailboxes.ports import BlobStore, EventStore, Liveness
 from teamctl_base.crashpoints import crash_point
+
+if TYPE_CHECKING:
+    from actors.board.bulk import NewTask
 
 __all__ = ["MAX_SUBJECT_CHARS", "Board", "ClaimResult", "Completion", "Decision", "check_subject"]
 
 TaskList = list[Task]
+CreatedList = list[TaskCreated]
 Lines = list[str]
 Decision = Callable[[TeamState], Sequence[EventDraft]]
 """Given the caught-up state, the drafts to append (or raise a ``TeamError`` to refuse)."""
-
-
-MAX_SUBJECT_CHARS = 500
-"""The longest task subject; the details belong in the description."""
-
-
-def check_subject(subject: str) -> str:
-    """``subject`` if it is at most ``MAX_SUBJECT_CHARS`` long (``TeamError`` otherwise)."""
-    if len(subject) > MAX_SUBJECT_CHARS:
-        raise TeamError(
-            f"a task subject is at most {MAX_SUBJECT_CHARS} characters (this one has "
-            f"{len(subject)}): put the details in the description"
-        )
-    return subject
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +128,8 @@ class Board:
         projections: Projections | None = None,
         liveness: Liveness | None = None,
         actor: str = "cli",
+        snapshots: BlobStore | None = None,
+        snapshot_every: int = snapshot.SNAPSHOT_EVERY,
     ) -> None:
         self._store = store
         self._projections = projections
@@ -141,6 +137,13 @@ class Board:
         self._actor = actor
         self._lock = threading.RLock()
         self._state = EMPTY
+        self._snapshots = snapshots
+        self._snapshot_every = snapshot_every
+        self._snapshot_lock = threading.Lock()
+        if snapshots is not None:
+            # Start from the last snapshot that checks out: only the events after it are folded.
+            self._state = snapshot.load(snapshots, store) or EMPTY
+        self._snapshot_seq = self._state.seq
         self.refresh()
         if projections is not None:
             self.repair_projections()
@@ -161,8 +164,9 @@ class Board:
         """Catch up with events appended by others; returns the new state."""
         with self._lock:
             state = self._state
-            self._state = fold_all(state, self._store.read_from(state.seq + 1))
-            return self._state
+            self._state = state = fold_all(state, self._store.read_from(state.seq + 1))
+        self._maybe_snapshot(state)
+        return state
 
     def get(self, tid: str) -> Task:
         """One task (``UnknownTask`` if absent)."""
@@ -202,11 +206,29 @@ class Board:
                     self._state = caught[-1]
             appended = tuple(result.appended)
             state = self._state = fold_all(self._state, appended)
+        self._maybe_snapshot(state)
         if self._projections is not None and any(e.seq > before for e in appended):
             # Outside the journal lock: projection I/O must not lengthen the critical section.
             crash_point("board.before_projection")
             self._projections.sync(self.refresh)
         return state, appended
+
+    def _maybe_snapshot(self, state: TeamState) -> None:
+        """Save ``state`` as the snapshot when it is ``snapshot_every`` events past the last one
+        (outside the journal's and the board's locks; one thread at a time, others skip)."""
+        if self._snapshots is None or state.seq - self._snapshot_seq < self._snapshot_every:
+            return
+        if not self._snapshot_lock.acquire(blocking=False):
+            return
+        try:
+            if state.seq - self._snapshot_seq < self._snapshot_every:
+                return
+            at = next(iter(self._store.read_from(state.seq)), None)
+            if at is not None and at.seq == state.seq:
+                snapshot.save(self._snapshots, state, at)
+                self._snapshot_seq = state.seq
+        finally:
+            self._snapshot_lock.release()
 
     def repair_projections(self) -> Lines:
         """Rewrite every projection that is missing, stale or hand-edited; returns one line
@@ -331,6 +353,44 @@ class Board:
 
         done = self._command(op_id, step)
         return done.state.task(str(self._event(done, op_id).data["task_id"]))
+
+    def create_many(self, tasks: Sequence[NewTask], *, op_id: str | None = None) -> TaskList:
+        """Add every task of ``tasks`` in one journal commit (``teamctl task import``), each as
+        ``create`` would, or none: a ``blocked_by`` id that is unknown or deleted when the
+        commit is decided refuses the whole batch. ``after`` indexes are tasks of the batch."""
+        if not tasks:
+            return []
+
+        def decision(st: TeamState) -> Sequence[EventDraft]:
+            if op_id is not None and op_id in st.ops:
+                return ()
+            first = st.next_task
+            bodies: CreatedList = []
+            for task in tasks:
+                for dep in task.blocked_by:
+                    live(st, dep, "depend on")
+                after = tuple(task_id(first + i) for i in task.after)
+                bodies.append(
+                    TaskCreated(
+                        task_id=task_id(first + len(bodies)),
+                        subject=task.subject,
+                        description=task.description,
+                        blocked_by=unique((*task.blocked_by, *after)),
+                        verify=task.verify,
+                    )
+                )
+            return tuple(
+                self._draft(body, op_id if i == 0 else None) for i, body in enumerate(bodies)
+            )
+
+        state, events = self.execute(decision)
+        if events and events[0].seq > 0 and len(events) == len(tasks):
+            return [state.task(str(e.data["task_id"])) for e in events]
+        # A retried op_id: the first stored event and the ones after it.
+        assert op_id is not None and op_id in state.ops
+        first = int(state.ops[op_id])
+        stored = list(itertools.islice(self._store.read_from(first), len(tasks)))
+        return [state.task(str(e.data["task_id"])) for e in stored]
 
     def update(
         self,
@@ -486,10 +546,13 @@ class Board:
         *,
         forced_by: str | None = None,
         op_id: str | None = None,
+        commit: str | None = None,
+        remote: str | None = None,
     ) -> Completion:
         """Finish a claimed task. Fenced by ``owner`` and ``epoch``; the event carries the ids
         of the tasks that became ready, and ``forced_by``: the person who completed a live
-        agent's task by hand."""
+        agent's task by hand; ``commit``/``remote``: its worktree branch's tip and the git
+        remote it was pushed to (docs/SCALE-OUT.md, "Code across hosts")."""
 
         def step(st: TeamState) -> _Step:
             fence(st, tid, owner, epoch)
@@ -500,6 +563,8 @@ class Board:
                 summary=summary,
                 unblocked=st.newly_ready_after(tid),
                 forced_by=forced_by,
+                commit=commit,
+                remote=remote,
             )
 
         done = self._command(op_id, step)

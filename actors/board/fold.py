@@ -65,6 +65,115 @@ from mailboxes.events import (
 _TASK_FIELD = {name: i for i, name in enumerate(Task._fields)}
 _UPDATED_AT = _TASK_FIELD["updated_at"]
 _SEQ = _TASK_FIELD["seq"]
+_STATUS = _TASK_FIELD["status"]
+_OWNER = _TASK_FIELD["owner"]
+_HUMAN = _TASK_FIELD["human"]
+_EPOCH = _TASK_FIELD["epoch"]
+_PLAN = _TASK_FIELD["plan"]
+_SUMMARY = _TASK_FIELD["summary"]
+_NO_PLAN = TaskPlan()
+_PLAN_REQUIRED = TaskPlan(required=True, status="required")
+
+_CREATED_KEYS = frozenset(TaskCreated.model_fields)
+_CLAIMED_KEYS = frozenset(TaskClaimed.model_fields)
+_RELEASED_KEYS = frozenset(TaskReleased.model_fields)
+_COMPLETED_KEYS = frozenset(TaskCompleted.model_fields)
+_NO_META: dict[str, Any] = {}  # never mutated
+
+
+_OPT_STR = frozenset({str, type(None)})
+
+
+def _strings(value: object) -> bool:
+    return type(value) in (list, tuple) and all(type(x) is str for x in value)  # type: ignore[attr-defined]
+
+
+# The hot event types are read straight from ``event.data`` when it already has the exact shape
+# their payload model would produce (current version, known keys, exact JSON types): the same
+# values as ``payload(event)`` without a pydantic validation per event. Anything else (an older
+# version, a value pydantic would coerce, bad data) goes through ``payload``, which upgrades or
+# raises.
+
+
+_Created = tuple[str, str, str, tuple[str, ...], dict[str, Any], bool, str | None, str | None]
+
+
+def _created_args(event: Event) -> _Created | None:
+    d = event.data
+    if event.v != TaskCreated.VERSION or not d.keys() <= _CREATED_KEYS:
+        return None
+    tid, subject, description = d.get("task_id"), d.get("subject"), d.get("description", "")
+    blocked, meta = d.get("blocked_by", ()), d.get("metadata", _NO_META)
+    plan_required, role, verify = d.get("plan_required", False), d.get("role"), d.get("verify")
+    if (
+        type(tid) is not str
+        or type(subject) is not str
+        or type(description) is not str
+        or not _strings(blocked)
+        or type(meta) is not dict
+        or not all(type(k) is str for k in meta)
+        or type(plan_required) is not bool
+        or type(role) not in _OPT_STR
+        or type(verify) not in _OPT_STR
+    ):
+        return None
+    return tid, subject, description, tuple(blocked), meta, plan_required, role, verify
+
+
+def _claim_args(event: Event) -> tuple[str, str, int, bool] | None:
+    d = event.data
+    if event.v != TaskClaimed.VERSION or not d.keys() <= _CLAIMED_KEYS:
+        return None
+    tid, owner, epoch, human = (
+        d.get("task_id"),
+        d.get("owner"),
+        d.get("epoch"),
+        d.get("human", False),
+    )
+    if (
+        type(tid) is not str
+        or type(owner) is not str
+        or type(epoch) is not int
+        or type(human) is not bool
+    ):
+        return None
+    return tid, owner, epoch, human
+
+
+def _release_args(event: Event) -> str | None:
+    d = event.data
+    if event.v != TaskReleased.VERSION or not d.keys() <= _RELEASED_KEYS:
+        return None
+    tid = d.get("task_id")
+    if (
+        type(tid) is not str
+        or type(d.get("owner")) is not str
+        or type(d.get("epoch")) is not int
+        or type(d.get("reason")) is not str
+        or type(d.get("forced_by")) not in _OPT_STR
+    ):
+        return None
+    return tid
+
+
+def _complete_args(event: Event) -> tuple[str, str, str, str | None, str | None] | None:
+    d = event.data
+    if event.v != TaskCompleted.VERSION or not d.keys() <= _COMPLETED_KEYS:
+        return None
+    tid, owner, summary = d.get("task_id"), d.get("owner"), d.get("summary", "")
+    commit, remote = d.get("commit"), d.get("remote")
+    if (
+        type(tid) is not str
+        or type(owner) is not str
+        or type(d.get("epoch")) is not int
+        or type(summary) is not str
+        or not _strings(d.get("unblocked", ()))
+        or type(d.get("forced_by")) not in _OPT_STR
+        or type(commit) not in _OPT_STR
+        or type(remote) not in _OPT_STR
+    ):
+        return None
+    return tid, owner, summary, commit, remote
 
 
 K = TypeVar("K")
@@ -92,10 +201,12 @@ def fold(state: TeamState, event: Event) -> TeamState:
 def fold_all(state: TeamState, events: Iterable[Event]) -> TeamState:
     """``state`` with ``events`` applied in order; one copy of the maps per call that has
     anything new (``state`` itself is returned when nothing is)."""
-    pending = [e for e in events if e.seq > state.seq]
-    if not pending:
-        return state
-    return _Builder(state).apply_all(pending).freeze()
+    seq = state.seq
+    it = iter(events)
+    for event in it:
+        if event.seq > seq:
+            return _Builder(state).apply_all(it, first=event).freeze()
+    return state
 
 
 class _Builder:
@@ -152,19 +263,42 @@ class _Builder:
             untasked_usage=self.untasked_usage,
         )
 
-    def apply_all(self, events: Iterable[Event]) -> _Builder:
+    def apply_all(self, events: Iterable[Event], first: Event | None = None) -> _Builder:
+        if first is not None:
+            self._apply(first)
         for event in events:
-            if event.seq <= self.seq:
-                continue
-            if event.seq != self.seq + 1:
-                raise StateGap(f"event seq {event.seq} follows state seq {self.seq}")
-            self.seq = event.seq
-            if event.op_id is not None:
-                self.ops[event.op_id] = event.seq
-            handler = _HANDLERS.get(event.type)
-            if handler is not None:
-                handler(self, event, payload(event))
+            self._apply(event)
         return self
+
+    def _apply(self, event: Event) -> None:
+        seq = event.seq
+        if seq <= self.seq:
+            return
+        if seq != self.seq + 1:
+            raise StateGap(f"event seq {seq} follows state seq {self.seq}")
+        self.seq = seq
+        if event.op_id is not None:
+            self.ops[event.op_id] = seq
+        kind = event.type
+        if kind == "task.claimed":
+            args = _claim_args(event)
+            if args is not None:
+                return self._claimed(event, *args)
+        elif kind == "task.completed":
+            done = _complete_args(event)
+            if done is not None:
+                return self._completed(event, *done)
+        elif kind == "task.created":
+            created = _created_args(event)
+            if created is not None:
+                return self._created(event, *created)
+        elif kind == "task.released":
+            tid = _release_args(event)
+            if tid is not None:
+                return self._released(event, tid)
+        handler = _HANDLERS.get(kind)
+        if handler is not None:
+            handler(self, event, payload(event))
 
     # --- helpers -------------------------------------------------------------------------------
 
@@ -196,6 +330,8 @@ class _Builder:
             del self.holdings[task.owner]
 
     def _void_plan_requests(self, tid: str) -> None:
+        if not self.plan_requests:
+            return
         for rid in [r for r, req in self.plan_requests.items() if req.task_id == tid]:
             del self.plan_requests[rid]
 
@@ -235,23 +371,47 @@ class _Builder:
 
     def task_created(self, event: Event, p: Any) -> None:
         body: TaskCreated = p
-        tid = body.task_id
+        self._created(
+            event,
+            body.task_id,
+            body.subject,
+            body.description,
+            body.blocked_by,
+            body.metadata,
+            body.plan_required,
+            body.role,
+            body.verify,
+        )
+
+    def _created(
+        self,
+        event: Event,
+        tid: str,
+        subject: str,
+        description: str,
+        blocked_by: tuple[str, ...],
+        metadata: Mapping[str, Any],
+        plan_required: bool,
+        role: str | None,
+        verify: str | None,
+    ) -> None:
         self.next_task = max(self.next_task, task_number(tid) + 1)
         self.tasks[tid] = Task(
             id=tid,
-            subject=body.subject,
-            description=body.description,
-            blocked_by=body.blocked_by,
-            plan=TaskPlan(required=True, status="required") if body.plan_required else TaskPlan(),
-            role=body.role,
+            subject=subject,
+            description=description,
+            blocked_by=blocked_by,
+            plan=_PLAN_REQUIRED if plan_required else _NO_PLAN,
+            role=role,
             created_by=event.actor,
             created_at=event.ts,
             updated_at=event.ts,
-            metadata=MappingProxyType(dict(body.metadata)),
-            verify=body.verify,
+            metadata=MappingProxyType(dict(metadata)),
+            verify=verify,
             seq=event.seq,
         )
-        self._link(tid, body.blocked_by, event)
+        if blocked_by:
+            self._link(tid, blocked_by, event)
 
     def task_updated(self, event: Event, p: Any) -> None:
         body: TaskUpdated = p
@@ -275,37 +435,62 @@ class _Builder:
 
     def task_claimed(self, event: Event, p: Any) -> None:
         body: TaskClaimed = p
-        task = self.tasks[body.task_id]
+        self._claimed(event, body.task_id, body.owner, body.epoch, body.human)
+
+    def _claimed(self, event: Event, tid: str, owner: str, epoch: int, human: bool) -> None:
+        task = self.tasks[tid]
         self._free(task)
-        self._void_plan_requests(task.id)
-        plan = TaskPlan(required=True, status="required") if task.plan.required else TaskPlan()
-        self._put(
-            task,
-            event,
-            status="in_progress",
-            owner=body.owner,
-            human=body.human,
-            epoch=body.epoch,
-            plan=plan,
-        )
-        self.holdings[body.owner] = task.id
+        self._void_plan_requests(tid)
+        values = list(task)
+        values[_UPDATED_AT] = event.ts
+        values[_SEQ] = event.seq
+        values[_STATUS] = "in_progress"
+        values[_OWNER] = owner
+        values[_HUMAN] = human
+        values[_EPOCH] = epoch
+        values[_PLAN] = _PLAN_REQUIRED if task.plan.required else _NO_PLAN
+        self.tasks[tid] = Task._make(values)
+        self.holdings[owner] = tid
         self.team_seq = event.seq
 
     def task_released(self, event: Event, p: Any) -> None:
         body: TaskReleased = p
-        task = self.tasks[body.task_id]
+        self._released(event, body.task_id)
+
+    def _released(self, event: Event, tid: str) -> None:
+        task = self.tasks[tid]
         self._free(task)
         self._void_plan_requests(task.id)
-        plan = TaskPlan(required=True, status="required") if task.plan.required else TaskPlan()
+        plan = _PLAN_REQUIRED if task.plan.required else _NO_PLAN
         self._put(task, event, status="pending", owner=None, human=False, plan=plan)
         self.team_seq = event.seq
 
     def task_completed(self, event: Event, p: Any) -> None:
         body: TaskCompleted = p
-        task = self.tasks[body.task_id]
+        self._completed(event, body.task_id, body.owner, body.summary, body.commit, body.remote)
+
+    def _completed(
+        self,
+        event: Event,
+        tid: str,
+        owner: str,
+        summary: str,
+        commit: str | None,
+        remote: str | None,
+    ) -> None:
+        task = self.tasks[tid]
         self._free(task)
-        self._void_plan_requests(task.id)
-        self._put(task, event, status="completed", owner=body.owner, summary=body.summary)
+        self._void_plan_requests(tid)
+        values = list(task)
+        values[_UPDATED_AT] = event.ts
+        values[_SEQ] = event.seq
+        values[_STATUS] = "completed"
+        values[_OWNER] = owner
+        values[_SUMMARY] = summary
+        self.tasks[tid] = Task._make(values)
+        record = self.worktrees.get(task.worktree) if task.worktree else None
+        if record is not None and commit is not None:
+            self.worktrees[record.name] = record._replace(completed_commit=commit, remote=remote)
         self.team_seq = event.seq
 
     def task_verified(self, event: Event, p: Any) -> None:

@@ -55,6 +55,9 @@ __all__ = [
     "submit_plan",
 ]
 
+_REQUESTED = "permission.requested:"
+_DECIDED = "permission.decided:"
+"""The op_id prefixes of a permission request and of its decision (then the request id)."""
 _PLAN_ID = re.compile(r"^plan-(task_\d+)-e(\d+)-[0-9a-f]+$")
 
 
@@ -255,7 +258,7 @@ def decide_permission(
 
     def decision(st: TeamState) -> Sequence[EventDraft]:
         before.append(st.seq)
-        if f"permission.requested:{request_id}" not in st.ops:
+        if f"{_REQUESTED}{request_id}" not in st.ops:
             raise ProtocolError(f"unknown permission request {request_id!r}")
         body = PermissionDecided(request_id=request_id, decision=verdict, by=by, reason=reason)
         # A known op_id makes the store return the stored decision instead of appending.
@@ -268,8 +271,18 @@ def decide_permission(
     return PermissionAnswer(request_id, stored.decision, stored.by, stored.reason, first)
 
 
-def open_permission_events(store: EventStore) -> list[Event]:
-    """The ``permission.requested`` events with no decision yet, oldest first."""
+def open_permission_events(store: EventStore, state: TeamState | None = None) -> list[Event]:
+    """The ``permission.requested`` events with no decision yet, oldest first. With ``state``
+    (folded from ``store``) they are found by their idempotency keys in ``state.ops`` and only
+    they are read, instead of the whole journal."""
+    if state is not None:
+        found = []
+        for op, seq in state.ops.items():
+            if op.startswith(_REQUESTED) and _DECIDED + op[len(_REQUESTED) :] not in state.ops:
+                event = next(iter(store.read_from(seq)), None)
+                if event is not None and event.seq == seq:
+                    found.append(event)
+        return sorted(found, key=lambda e: e.seq)
     open_: dict[str, Event] = {}
     for event in store.read_from(1):
         if event.type == "permission.requested":
@@ -279,10 +292,12 @@ def open_permission_events(store: EventStore) -> list[Event]:
     return list(open_.values())
 
 
-def pending_permissions(store: EventStore) -> list[PermissionRequested]:
+def pending_permissions(
+    store: EventStore, state: TeamState | None = None
+) -> list[PermissionRequested]:
     """Permission requests in the journal with no decision yet, oldest first."""
     out = []
-    for event in open_permission_events(store):
+    for event in open_permission_events(store, state):
         body = payload(event)
         assert isinstance(body, PermissionRequested)
         out.append(body)

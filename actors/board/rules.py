@@ -17,6 +17,7 @@ from actors.errors import (
     InvalidTransition,
     NotOwner,
     StaleEpoch,
+    TeamError,
 )
 from mailboxes.errors import MailboxesError
 from mailboxes.ports import Liveness
@@ -108,6 +109,20 @@ def alive(liveness: Liveness, owner: str) -> bool:
         return liveness.is_alive(owner)
     except MailboxesError:
         return True
+
+
+MAX_SUBJECT_CHARS = 500
+"""The longest task subject; the details belong in the description."""
+
+
+def check_subject(subject: str) -> str:
+    """``subject`` if it is at most ``MAX_SUBJECT_CHARS`` long (``TeamError`` otherwise)."""
+    if len(subject) > MAX_SUBJECT_CHARS:
+        raise TeamError(
+            f"a task subject is at most {MAX_SUBJECT_CHARS} characters (this one has "
+            f"{len(subject)}): put the details in the description"
+        )
+    return subject
 
 
 def unique(ids: Sequence[str]) -> tuple[str, ...]:

@@ -201,6 +201,10 @@ class WorktreeRecord(NamedTuple):
     merged_commit: str | None = None
     """The base-branch commit of the last ``worktree.merged`` (None = never merged)."""
     created_at: float = 0.0
+    completed_commit: str | None = None
+    """The branch tip its task's last ``task.completed`` recorded (None = none recorded)."""
+    remote: str | None = None
+    """The git remote ``completed_commit`` was pushed to (None = it stayed in its clone)."""
 
 
 @dataclass(frozen=True, slots=True)

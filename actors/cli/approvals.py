@@ -10,14 +10,11 @@ sees a permission decision through its journal watch.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from actors.cli.common import echo_json, json_option, show, table, team_session
-
-if TYPE_CHECKING:
-    from actors.factory import Team
 
 HUMAN = "user"
 _as_option = click.option(
@@ -73,7 +70,7 @@ def permissions(as_json: bool) -> None:
     from actors.board.protocols import pending_permissions
 
     with team_session() as team:
-        pending = pending_permissions(team.journal)
+        pending = pending_permissions(team.journal, team.state())
     rows = [p.model_dump(mode="json") for p in pending]
     if as_json:
         echo_json(rows)
@@ -91,56 +88,12 @@ def permissions(as_json: bool) -> None:
 
 
 def _answer(request_id: str, approve: bool, feedback: str, who: str) -> dict[str, Any]:
-    from actors.board.protocols import ProtocolError
+    from actors.protocols import answer_request
 
-    with team_session(actor="cli") as team:
-        if request_id.startswith("plan-"):
-            return _review(team, request_id, approve, feedback, who)
-        if request_id.startswith("perm-"):
-            return _decide(team, request_id, approve, feedback, who)
-    raise ProtocolError(f"unknown request id {request_id!r}: see `teamctl plans` or `permissions`")
-
-
-def _review(team: Team, request_id: str, approve: bool, feedback: str, who: str) -> dict[str, Any]:
-    from actors.board.protocols import review_plan
-    from actors.protocols import review_body
-    from mailboxes.messages import MessageDraft
-
-    if not approve and not feedback.strip():
+    if request_id.startswith("plan-") and not approve and not feedback.strip():
         raise click.UsageError("rejecting a plan needs --feedback saying what to change")
-    review = review_plan(team.board, request_id, approve, feedback, reviewer=who)
-    draft = MessageDraft(
-        to=review.request.teammate, type="plan_approval_response", body=review_body(review)
-    )
-    team.mailbox.deliver(who, draft)
-    verb = "approved" if approve else "rejected"
-    return {
-        "request_id": request_id,
-        "kind": "plan",
-        "decision": verb,
-        "teammate": review.request.teammate,
-        "task_id": review.request.task_id,
-        "line": f"{verb} plan {request_id} of {review.request.teammate} "
-        f"for {review.request.task_id}",
-    }
-
-
-def _decide(team: Team, request_id: str, allow: bool, reason: str, who: str) -> dict[str, Any]:
-    from actors.board.protocols import ProtocolError, decide_permission
-
-    answer = decide_permission(team.board, request_id, allow, by=who, reason=reason)
-    if not answer.first:
-        raise ProtocolError(
-            f"permission request {request_id} was already decided: {answer.decision} "
-            f"by {answer.by}" + (f" ({answer.reason})" if answer.reason else "")
-        )
-    verb = "allowed" if allow else "denied"
-    return {
-        "request_id": request_id,
-        "kind": "permission",
-        "decision": answer.decision,
-        "line": f"{verb} permission request {request_id}",
-    }
+    with team_session(actor="cli") as team:
+        return answer_request(team, request_id, approve, feedback, who)
 
 
 def _print(result: dict[str, Any], as_json: bool) -> None:

@@ -1,9 +1,10 @@
-"""Journal commands: ``events``, ``replay --verify``, ``journal check`` and ``journal salvage``
-(alias ``repair``)."""
+"""Journal commands: ``events``, ``replay --verify``, ``journal check``, ``journal export`` and
+``journal salvage`` (alias ``repair``)."""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -199,6 +200,18 @@ def journal_salvage(as_json: bool) -> None:
         )
         click.echo(f"original kept as {report.backup}")
         click.echo("projections rebuilt from the kept events")
+
+
+@journal.command("export")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--force", is_flag=True, help="Replace FILE when it exists.")
+def journal_export(file: Path, force: bool) -> None:
+    """Write the whole journal (either backend) to FILE as an ordinary journal.jsonl: a
+    backup, for offline inspection, or to move the team (`teamctl init --import FILE`)."""
+    from actors.factory import export_journal
+
+    count = export_journal(file, force=force)
+    click.echo(f"exported {count} events to {file}")
 
 
 journal.add_command(journal_salvage, "repair")

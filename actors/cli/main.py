@@ -26,6 +26,7 @@ from actors.cli.ops import COMMANDS as OPS_COMMANDS
 from actors.cli.run import COMMANDS as RUN_COMMANDS
 from actors.cli.scenario import COMMANDS as SCENARIO_COMMANDS
 from actors.cli.watch import COMMANDS as WATCH_COMMANDS
+from actors.cli.web import COMMANDS as WEB_COMMANDS
 from actors.cli.workflow import COMMANDS as WORKFLOW_COMMANDS
 
 
@@ -183,8 +184,16 @@ for _command in DEMO_COMMANDS:
     cli.add_command(_command)
 for _command in WORKFLOW_COMMANDS:
     cli.add_command(_command)
+for _command in WEB_COMMANDS:
+    cli.add_command(_command)
 
 
 def main() -> None:
     """Console-script entry point."""
-    cli()
+    try:
+        cli()
+    except SystemExit as done:
+        from actors.cli.run import leave_now
+
+        leave_now(done)  # a team run that stopped exits at once (no interpreter teardown)
+        raise

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from actors.cli.common import echo_json, json_option, show, table, team_session
+from actors.cli.common import echo_json, json_option, show, table, team_session, warn
 from teamctl_base.text import CELL_CHARS, one_line
 
 if TYPE_CHECKING:
@@ -34,21 +34,69 @@ def _owner(task: Task) -> str:
     return f"{task.owner} (human)" if task.human else task.owner
 
 
+TERMINAL_ROWS = 50
+"""``teamctl tasks`` on a terminal shows at most this many rows unless ``--limit`` says."""
+
+
+def _board_status(task: Task, state: TeamState) -> str:
+    if task.status == "pending":
+        return "ready" if state.is_ready(task) else "blocked"
+    return task.status.replace("_", " ")
+
+
 @click.command("tasks")
 @click.option("--all", "show_all", is_flag=True, help="Include deleted tasks.")
 @click.option("--full", is_flag=True, help="Whole subjects (long ones are cut with … otherwise).")
+@click.option(
+    "--status",
+    "only",
+    type=click.Choice(["ready", "blocked", "in_progress", "completed", "deleted"]),
+    multiple=True,
+    help="Only tasks in this state (repeatable).",
+)
+@click.option("--owner", default=None, help="Only tasks held (or completed) by this member.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=None,
+    help=f"At most this many rows (0: all). Default: {TERMINAL_ROWS} on a terminal, all otherwise.",
+)
 @json_option
-def tasks(show_all: bool, full: bool, as_json: bool) -> None:
-    """The task board, by status."""
+def tasks(
+    show_all: bool,
+    full: bool,
+    only: tuple[str, ...],
+    owner: str | None,
+    limit: int | None,
+    as_json: bool,
+) -> None:
+    """The task board, by status (in progress first, then ready, blocked, completed)."""
+    import sys
+
     with team_session(read_only=True) as team:
         state = team.state()
-    rows = [t for t in state.tasks.values() if show_all or t.status != "deleted"]
+    wanted = {s.replace("_", " ") for s in only}
+    rows = [
+        t
+        for t in state.tasks.values()
+        if (show_all or t.status != "deleted" or "deleted" in wanted)
+        and (not wanted or _board_status(t, state) in wanted)
+        and (owner is None or t.owner == owner)
+    ]
     rows.sort(key=lambda t: (_STATUS_ORDER.index(t.status), t.number))
+    if limit is None:
+        limit = TERMINAL_ROWS if sys.stdout.isatty() and not as_json else 0
+    hidden = rows[limit:] if limit else []
+    if hidden:
+        rows = rows[:limit]
     if as_json:
         echo_json([task_json(t, state) for t in rows])
         return
     if not rows:
-        click.echo("no tasks yet — add one with `teamctl task add SUBJECT`")
+        if state.tasks and (wanted or owner):
+            click.echo("no tasks match")
+        else:
+            click.echo("no tasks yet — add one with `teamctl task add SUBJECT`")
         return
     verified = any(t.verify is not None for t in rows)  # the column only when a task has one
     columns = ("id", "status", "subject", "owner", "blocked by", "worktree")
@@ -56,15 +104,22 @@ def tasks(show_all: bool, full: bool, as_json: bool) -> None:
         None, columns + (("verify",) if verified else ()), max_cell=None if full else CELL_CHARS
     )
     for t in rows:
-        status = "ready" if state.is_ready(t) else t.status.replace("_", " ")
-        if t.status == "pending" and not state.is_ready(t):
-            status = "blocked"
-        cells = [t.id, status, t.subject, _owner(t), ", ".join(t.blocked_by) or "-"]
-        cells.append(t.worktree or "-")
+        cells = [t.id, _board_status(t, state), t.subject, _owner(t)]
+        cells += [", ".join(t.blocked_by) or "-", t.worktree or "-"]
         if verified:
             cells.append(_verify_cell(t))
         grid.add_row(*cells)
     show(grid)
+    if hidden:
+        counts: dict[str, int] = {}
+        for t in hidden:
+            key = _board_status(t, state)
+            counts[key] = counts.get(key, 0) + 1
+        summary = ", ".join(f"{n} {k}" for k, n in counts.items())
+        click.echo(
+            f"… and {len(hidden)} more ({summary}): --limit 0 shows all, --status/--owner "
+            "filter, --json for programs"
+        )
 
 
 def _verify_cell(task: Task) -> str:
@@ -111,6 +166,39 @@ def task_add(
         click.echo(f"added {created.id}: {one_line(created.subject)}")
         if created.verify is not None:
             click.echo(f"  verified by: {one_line(created.verify)}")
+
+
+@task.command("import")
+@click.argument("file", type=click.File("r", encoding="utf-8"))
+@click.option("--as", "actor", default="cli", show_default=True, help="Who is adding them.")
+@json_option
+def task_import(file: Any, actor: str, as_json: bool) -> None:
+    """Add many tasks in one journal commit from FILE (``-``: standard input), one JSON object
+    per line: ``subject``, and optionally ``description``, ``blocked_by`` (ids or subjects, of
+    tasks on the board or in the file) and ``verify``. Every line is checked first: with any
+    bad line nothing is added and each bad line is reported (exit 1)."""
+    from actors.board.bulk import BadImport, parse_lines
+
+    lines = file.read().splitlines()
+    with team_session(actor) as team:
+        try:
+            new = parse_lines(lines, team.state())
+        except BadImport as exc:
+            for line in exc.problems:
+                click.echo(f"teamctl task import: {one_line(line)}", err=True)
+            click.echo(
+                f"teamctl task import: {len(exc.problems)} bad line(s); nothing was imported",
+                err=True,
+            )
+            raise click.exceptions.Exit(1) from None
+        created = team.board.create_many(new)
+    if as_json:
+        echo_json({"imported": len(created), "ids": [t.id for t in created]})
+    elif not created:
+        click.echo("nothing to import (the file has no tasks)")
+    else:
+        span = created[0].id if len(created) == 1 else f"{created[0].id} … {created[-1].id}"
+        click.echo(f"imported {len(created)} task{'s' if len(created) != 1 else ''} ({span})")
 
 
 @task.command("show")
@@ -206,15 +294,22 @@ def task_delete(task_id: str, force: bool, actor: str) -> None:
 @click.option("--as", "name", required=True, help="Your name on the team.")
 def task_claim(task_id: str, name: str) -> None:
     """Take a ready task as a human member."""
+    from actors.cli.worktree import claim_warning
+
+    warning = None
     with team_session(name) as team:
         result = team.board.claim(task_id, name, human=True)
         if result.ok:
             team.ensure_human(name)
+            if result.task is not None and result.task.worktree is not None:
+                warning = claim_warning(team)  # its branch cannot reach other hosts
     if not result.ok:
         # A refused claim is a normal answer, not an error: one line, exit 1.
         click.echo(f"error: {name} cannot claim {task_id}: {result.reason}", err=True)
         raise click.exceptions.Exit(1)
     click.echo(f"{name} claimed {task_id}")
+    if warning:
+        warn(warning)
 
 
 force_option = click.option(

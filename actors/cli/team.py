@@ -16,17 +16,38 @@ if TYPE_CHECKING:
 
 @click.command()
 @click.option("--name", default=None, help="Team name (default: the repository folder name).")
-def init(name: str | None) -> None:
-    """Create `.team/` in this repository (safe to run again)."""
+@click.option(
+    "--backend",
+    default=None,
+    metavar="file|nats://HOST:PORT[,HOST:PORT...]/TEAM",
+    help="Where the team lives (default: $TEAMCTL_BACKEND, else the settings file's, else "
+    "file); recorded in .team/settings.json. A team already on the cluster is joined.",
+)
+@click.option(
+    "--import",
+    "import_from",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Start the team from this journal.jsonl (`teamctl journal export` writes one); "
+    "refused when the team already has events.",
+)
+def init(name: str | None, backend: str | None, import_from: Path | None) -> None:
+    """Create `.team/` in this repository (safe to run again), or connect it to a team on a
+    JetStream cluster."""
     from actors.factory import init_team
 
-    report = init_team(name=name)
-    if report.created:
-        click.echo(f"initialised team {report.name!r} in {report.repo.team_dir}")
-        for line in report.created:
-            click.echo(f"  created {line}")
+    report = init_team(name=name, backend=backend, import_from=import_from)
+    where = report.repo.team_dir if report.backend == "file" else report.backend
+    if report.joined is not None:
+        click.echo(f"connected to existing team {report.name} ({report.joined} events) on {where}")
+    elif report.imported is not None:
+        click.echo(f"imported team {report.name!r} ({report.imported} events) into {where}")
+    elif report.created:
+        click.echo(f"initialised team {report.name!r} in {where}")
     else:
-        click.echo(f"team {report.name!r} already initialised in {report.repo.team_dir}")
+        click.echo(f"team {report.name!r} already initialised in {where}")
+    for line in report.created:
+        click.echo(f"  created {line}")
 
 
 def _settings_problem(path: Path) -> str | None:
@@ -48,7 +69,7 @@ def _pending(team: Team, state: TeamState) -> list[dict[str, Any]]:
 
     root = str(team.repo.root) + "/"
     asks: list[dict[str, Any]] = []
-    for event in open_permission_events(team.journal):
+    for event in open_permission_events(team.journal, state):
         data = event.data.get("input") or {}
         target = data.get("target") or ", ".join(data.get("paths") or ())
         if isinstance(target, str) and target.startswith(root):
@@ -164,4 +185,106 @@ def status(as_json: bool) -> None:
     show(grid)
 
 
-COMMANDS = (init, status)  # `teamctl settings` is in actors/cli/settings_cmd.py
+@click.command()
+@click.option(
+    "--monitor",
+    metavar="http://HOST:PORT",
+    default=None,
+    help="A JetStream server's monitoring endpoint (its http_port), to check that it syncs "
+    "every write (sync_interval: always).",
+)
+@json_option
+def doctor(monitor: str | None, as_json: bool) -> None:
+    """Check where the team lives: on JetStream the server version (2.12 or newer), the
+    replicas of the team's streams against the cluster size, and whether every write is synced
+    (needs --monitor); on files the journal. Exit 1 when a check fails."""
+    from actors.repo import find_team
+    from actors.settings import team_backend
+
+    repo = find_team()
+    backend = team_backend(repo.settings_path)
+    if backend is None:
+        value, checks = "file", _file_checks()
+    else:
+        value = "nats://{}/{}".format(
+            ",".join(s.removeprefix("nats://") for s in backend.servers), backend.team
+        )
+        checks = _nats_checks(backend.servers, backend.team, monitor)
+    problem = _settings_problem(repo.settings_path)
+    checks.append(("settings", "fail" if problem else "ok", problem or "valid"))
+    failed = any(status == "fail" for _, status, _ in checks)
+    if as_json:
+        echo_json(
+            {
+                "backend": value,
+                "ok": not failed,
+                "checks": [{"check": c, "status": st, "detail": d} for c, st, d in checks],
+            }
+        )
+    else:
+        click.echo(f"backend {value}")
+        for check, status, detail in checks:
+            click.echo(f"  {status.upper():<7} {check}: {detail}")
+    if failed:
+        raise click.exceptions.Exit(1)
+
+
+Check = tuple[str, str, str]
+"""``(check, status, detail)``; status ``ok``, ``fail`` or ``unknown``."""
+
+
+def _file_checks() -> list[Check]:
+    from actors.factory import check_team_journal
+
+    report = check_team_journal()
+    if report.ok:
+        return [("journal", "ok", f"{report.lines} events, last seq {report.last_seq}")]
+    status = "ok" if report.repairable else "fail"
+    detail = f"line {report.problem_line}: {report.problem} (`teamctl journal check`)"
+    return [("journal", status, detail)]
+
+
+def _nats_checks(servers: tuple[str, ...], team: str, monitor: str | None) -> list[Check]:
+    from mailboxes.nats_info import min_version_text, probe
+
+    report = probe(servers, team, monitor=monitor)
+    checks: list[Check] = []
+    if report.too_old:
+        return [("server", "fail", report.too_old_message())]
+    checks.append(
+        (
+            "server",
+            "ok",
+            f"nats-server {report.version} at {report.url} ({min_version_text()} or newer needed)",
+        )
+    )
+    if report.journal_events is None:
+        checks.append(
+            ("team", "fail", f"no stream {report.journal} on the cluster: run `teamctl init`")
+        )
+    else:
+        checks.append(
+            ("team", "ok", f"journal stream {report.journal}, {report.journal_events} messages")
+        )
+    size = report.cluster_size
+    servers_text = f"{size} server{'s' if size != 1 else ''}"
+    for stream in report.streams:
+        wanted = report.wanted_replicas
+        status = "ok" if stream.replicas >= wanted else "fail"
+        checks.append(
+            (
+                "replicas",
+                status,
+                f"{stream.name}: {stream.replicas} replica(s), cluster of {servers_text} "
+                f"({wanted} wanted)",
+            )
+        )
+    if report.sync_always is None:
+        hint = "" if monitor else "; pass --monitor http://HOST:PORT (the server's http_port)"
+        checks.append(("sync", "unknown", f"{report.sync_detail}{hint}"))
+    else:
+        checks.append(("sync", "ok" if report.sync_always else "fail", report.sync_detail))
+    return checks
+
+
+COMMANDS = (init, status, doctor)  # `teamctl settings` is in actors/cli/settings_cmd.py

@@ -161,7 +161,7 @@ def resume_command(run_id: str, as_json: bool, model: str | None, script: Path |
     from actors.workflows.loader import WorkflowError
 
     with team_session(read_only=True) as team:
-        run = read_runs(team.repo.root).get(run_id)
+        run = read_runs(team.journal).get(run_id)
     if run is None:
         raise WorkflowError(f"no workflow run {run_id!r} (`teamctl workflow runs` lists them)")
     if run.status == "completed":
@@ -177,7 +177,7 @@ def _run_rows() -> list[dict[str, Any]]:
     from actors.workflows.engine import read_runs
 
     with team_session(read_only=True) as team:
-        runs = read_runs(team.repo.root)
+        runs = read_runs(team.journal)
         state = team.board.refresh()
     rows = []
     for run in runs.values():

@@ -19,6 +19,7 @@ from actors.cli.common import echo_json, json_option, show, table, team_session,
 from teamctl_base.text import safe
 
 if TYPE_CHECKING:
+    from actors.factory import Team
     from actors.worktrees.actor import WorktreesHandle
     from actors.worktrees.messages import MergeResult
     from mailboxes.ports import EventStore
@@ -60,12 +61,26 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def claim_warning(team: Team) -> str | None:
+    """The line to show when a task bound to a worktree is claimed in this clone while other
+    hosts may join the team but its branch cannot reach them (docs/SCALE-OUT.md, "Code across
+    hosts"); None on the file backend."""
+    from actors.settings import load_scoped_settings, team_backend
+    from actors.worktrees.remote import sharing_warning
+
+    if team_backend(team.repo.settings_path) is None:
+        return None
+    settings = load_scoped_settings(team.repo.settings_path, root=team.repo.root).settings
+    return sharing_warning(team.repo.root, team.repo.settings_path, settings)
+
+
 @contextmanager
 def worktrees_session() -> Iterator[WorktreesHandle]:
     """A ``Worktrees`` actor over the current repository's team, stopped afterwards. A verified
     task's command runs on a merge result with the team's sandbox, environment and timeout."""
     from actors.settings import load_scoped_settings
     from actors.worktrees.actor import WorktreesHandle
+    from actors.worktrees.remote import BranchSharing
     from actors.worktrees.verify import Verifier
 
     with team_session() as team:
@@ -76,6 +91,7 @@ def worktrees_session() -> Iterator[WorktreesHandle]:
             job_running=journal_job_probe(team.journal),
             lock_path=team.repo.team_dir / "worktrees.lock",  # git writes of other processes
             verifier=Verifier.from_settings(settings),
+            sharing=BranchSharing.for_team(team.repo.settings_path, settings),
         )
         try:
             yield handle
@@ -85,7 +101,11 @@ def worktrees_session() -> Iterator[WorktreesHandle]:
 
 @click.group("worktree")
 def worktree() -> None:
-    """Git worktrees bound to tasks (`.worktrees/<name>` on branch `wt/<name>`)."""
+    """Git worktrees bound to tasks (`.worktrees/<name>` on branch `wt/<name>`).
+
+    On a team other hosts join, a completed task's branch is pushed to the shared git remote
+    and `merge` in any clone fetches the exact commit its completion recorded
+    (docs/SCALE-OUT.md, "Code across hosts")."""
 
 
 @worktree.command("list")
@@ -156,6 +176,8 @@ def _say(result: MergeResult) -> str:
         how = "fast-forward" if result.fast_forward else ("squash" if result.squash else "merge")
         if result.verified:
             how += ", verified"
+        if result.fetched_from:
+            how += f", fetched from {result.fetched_from}"
         return f"{result.name}: merged into {result.into} ({how}) at {(result.commit or '')[:12]}"
     if result.conflicts:
         return f"{result.name}: conflict in {', '.join(result.conflicts)}; nothing was changed"

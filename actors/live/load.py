@@ -73,9 +73,9 @@ class LiveSource:
 
     @property
     def paths(self) -> tuple[Path, ...]:
-        """What to watch for changes: the journal and the mailboxes folder."""
-        journal = self.team.journal_path  # None: not a file (JetStream)
-        return (self.team.mailbox.root,) if journal is None else (journal, self.team.mailbox.root)
+        """What to watch for changes: the journal and the mailboxes folder, those that are files
+        (none on JetStream: the view then refreshes at the rescan tick)."""
+        return tuple(p for p in (self.team.journal_path, self.team.mailbox_path) if p is not None)
 
     @property
     def state(self) -> TeamState:

@@ -230,10 +230,15 @@ class MemberHosting:
             with contextlib.suppress(pykka.ActorDeadError):
                 ref.tell(Wake(reason=reason))
 
+    def hosts(self, name: str) -> bool:
+        """``name`` has a live actor in this process."""
+        return self._roster.ref(name, live=True) is not None
+
     def board_changed(self) -> None:
-        """The board changed: unlock worktrees whose claim is gone, tell the teammates."""
+        """The board changed: unlock worktrees whose claim is gone, tell every member (the
+        teammates look for work, the lead at the status notices it holds)."""
         self._worktrees.unlock_unclaimed()
-        for ref in self._roster.refs(teammates_only=True):
+        for ref in self._roster.refs():
             with contextlib.suppress(pykka.ActorDeadError):
                 ref.tell(BoardChanged())
 

@@ -13,11 +13,14 @@ teammates it ends its turn; their results come back as mail.
 It is woken when it has something to decide (docs/ARCHITECTURE.md, "Fewer model calls"):
 
 - a *status notice* is an ``idle_notification`` of a teammate whose turn completed with its task
-  completed (``is_status_notice``). Status notices are held, unread, while the lead has a turn or
-  while ``notify_window_s`` runs from the first of them (a timer, not a poll); when the window
-  closes they are delivered only if no teammate is at work (``team_at_work``: an agent teammate
-  ``working`` or ``starting`` on a task in progress) — so a completion that leaves other tasks
-  running wakes nobody, and the notice that finishes the backlog wakes the lead with all of them;
+  completed (``is_status_notice``). Status notices are held, unread, while the lead has a turn,
+  while ``notify_window_s`` runs from the first of them (a timer; 0 by default: no fixed delay)
+  and while a teammate is at work (``team_at_work``: an agent teammate ``working`` or
+  ``starting`` on a task in progress, or hosted in this process with a turn going — every such
+  turn ends with a notice, and its status is journaled before that notice is sent). Held
+  notices are looked at again on the next mail and whenever the board changes (the lead hears
+  ``BoardChanged`` like the teammates), so a completion that leaves other tasks running wakes
+  nobody, and the change that leaves nobody at work wakes the lead at once with all of them;
 - any other mail (a message or question, an error, a failed or abandoned task, a plan or
   permission request, a job result, a shutdown answer, a cron prompt) is delivered at once,
   together with every notice held until then;
@@ -25,7 +28,8 @@ It is woken when it has something to decide (docs/ARCHITECTURE.md, "Fewer model 
   task (``format_status``), then the other messages as ``format_envelope`` writes them.
 
 A held notice stays in the inbox (unacked), so the team is not idle while one waits and a crash
-loses nothing; the watcher's rescan tick wakes the lead again while it has unread mail.
+loses nothing; the watcher's rescan tick also wakes the lead again while it has unread mail (a
+safety net, not the path).
 """
 
 from __future__ import annotations
@@ -62,7 +66,12 @@ SUMMARY_LIMIT = 200
 
 
 class LeadHost(AgentHost, TeamChannel, Protocol):
-    """What the lead needs from its host: ``AgentHost`` plus the board it reads (``TeamChannel``)."""
+    """What the lead needs from its host: ``AgentHost`` plus the board it reads (``TeamChannel``),
+    and which members this process hosts."""
+
+    def hosts(self, name: str) -> bool:
+        """``name`` has a live actor in this process (its turns end with a notice)."""
+        ...
 
 
 def is_status_notice(env: Envelope) -> bool:
@@ -80,8 +89,18 @@ def is_status_notice(env: Envelope) -> bool:
     )
 
 
-def team_at_work(state: TeamState, *, lead: str = "lead") -> bool:
-    """Some agent teammate holds a task in progress and is working on it (it will report)."""
+def team_at_work(
+    state: TeamState, *, lead: str = "lead", hosted: Callable[[str], bool] | None = None
+) -> bool:
+    """Some agent teammate will report by itself: it holds a task in progress and is working on
+    it, or it is hosted here (``hosted(name)``: an actor in this process) and ``working`` or
+    ``starting`` — e.g. between completing its task and claiming the next one, when its notice
+    is not sent yet. A teammate hosted elsewhere counts only with a task in progress: its process
+    may have died (the claims of dead owners are reaped, their statuses are not)."""
+    if hosted is not None:
+        for m in state.members.values():
+            if m.name != lead and m.kind == "agent" and m.status in AT_WORK and hosted(m.name):
+                return True
     for task in state.tasks.values():
         if task.status != "in_progress" or task.human or task.owner in (None, lead):
             continue
@@ -133,6 +152,7 @@ class Lead(AgentActor):
         self.timer = timer
         self._cancel_window: Callable[[], None] | None = None
         self._window_closed = False
+        self._holding = False  # status notices held: a board change looks at them again
 
     def _set(self, status: str) -> None:
         if status != self.status:
@@ -155,6 +175,7 @@ class Lead(AgentActor):
     # -- coalesced notifications -----------------------------------------------------------
 
     def take_mail(self, batch: list[Envelope]) -> list[Envelope]:
+        self._holding = False
         if not all(is_status_notice(e) for e in batch) or len(batch) >= self.batch_max:
             self._close_window()
             return batch  # something to decide: everything at once, in one input
@@ -164,9 +185,17 @@ class Lead(AgentActor):
             self._open_window()
             return []
         self._window_closed = False
-        if team_at_work(self.host.board.refresh(), lead=self.name):
-            return []  # held: the teammate at work reports again, the last one wakes the lead
+        if team_at_work(self.host.board.refresh(), lead=self.name, hosted=self.host.hosts):
+            # held: the teammate at work reports again (the last one wakes the lead), or its
+            # status changes on the board (``on_board_changed``)
+            self._holding = True
+            return []
         return batch
+
+    def on_board_changed(self) -> None:
+        """Held status notices are looked at again: the change may leave nobody at work."""
+        if self._holding and not self.start_turn():
+            self._settle()
 
     def render_mail(self, batch: Sequence[Envelope]) -> str:
         notices = [e for e in batch if is_status_notice(e)]

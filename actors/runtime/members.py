@@ -216,6 +216,7 @@ def build_agent(
     session_id: str,
     fsync: bool = True,
     mcp: McpManager | None = None,
+    transcript_sink: Callable[[str], None] | None = None,
 ) -> Agent:
     """The harness agent of one member, with the bash sandbox of ``settings`` and the tools of
     ``mcp``'s servers (a member restricted by ``plan.tools`` gets only the MCP tools the list
@@ -247,6 +248,7 @@ def build_agent(
         job_runner=job_runner,
         session_id=session_id,
         resume=resume,
+        transcript_sink=transcript_sink,
     )
     try:
         install_sandbox(agent, settings.bash_sandbox)
@@ -327,8 +329,11 @@ class MemberBuilder:
         usage: UsageMeter,
         desk: HumanDesk | None = None,
         goal: TeamGoal | None = None,
+        transcript_sink: Callable[[str], Callable[[str], None]] | None = None,
     ) -> None:
         self._root = root
+        self._transcript_sink = transcript_sink
+        """``TranscriptStore.sink`` of a backend that copies transcripts beyond this host."""
         self._settings = settings
         self._model = model
         self._tools = tools
@@ -369,6 +374,9 @@ class MemberBuilder:
             session_id=new_id(),
             fsync=self._fsync,
             mcp=self._background.mcp,
+            transcript_sink=(
+                None if self._transcript_sink is None else self._transcript_sink(plan.name)
+            ),
         )
         if plan.kind == "lead" and self._goal is not None:
             self._goal.arm(agent)  # the lead's stops are judged by its goal, if any

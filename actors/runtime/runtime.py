@@ -83,6 +83,7 @@ from actors.runtime.stop import retire_all
 from actors.runtime.supervision import Supervision
 from actors.runtime.usage import CapHit, UsageMeter
 from actors.settings import Settings, load_settings
+from actors.worktrees.remote import BranchSharing
 from mailboxes.errors import MailboxesError
 from mailboxes.events import MemberSpawned
 from teamctl_base.clock import SystemClock
@@ -173,7 +174,11 @@ class TeamRuntime:
         self.usage = UsageMeter(team.board, settings.team, on_hit=cap_reached)
         self.decisions = JournalDecisions(team.journal, None)
         self.worktrees = TaskWorktrees(
-            team.repo.root, team.board, settings, lock_path=team.repo.team_dir / "worktrees.lock"
+            team.repo.root,
+            team.board,
+            settings,
+            lock_path=team.repo.team_dir / "worktrees.lock",
+            sharing=BranchSharing.for_team(team.repo.settings_path, settings),
         )
         self.background = Background(
             team,
@@ -238,6 +243,8 @@ class TeamRuntime:
             usage=self.usage,
             desk=human,  # how a person answers asks (``teamctl run``)
             goal=self.goal,
+            # JetStream: each transcript line is also copied to the team's stream.
+            transcript_sink=getattr(team.transcripts, "sink", None),
         )
         self.hosting.connect(builder, self.supervision)
         self.changes = Changes(
@@ -285,6 +292,14 @@ class TeamRuntime:
         state = team.board.refresh()
         if state.name is None:
             raise TeamError("no team here: run `teamctl init` first")
+        if self._join is None and team.liveness.is_alive(self._lead):
+            # The lead's lease is held: a runtime of another checkout (on a backend that other
+            # hosts join, docs/SCALE-OUT.md) runs this team. Refused before anything is recorded.
+            raise RuntimeBusy(
+                f"another teamctl runtime runs team {state.name} (it holds the {self._lead}'s "
+                "lease, perhaps on another host); stop it first, or host one teammate here with "
+                "`teamctl join NAME`"
+            )
         if self._fresh:
             state = retire_all(team, lead=self._lead)
         self.supervision.start()
@@ -482,6 +497,21 @@ class TeamRuntime:
             if self.roster.could_take(task.id, task.role):
                 return False
         return not self.background.busy()
+
+    def _joined_elsewhere_busy(self, state: TeamState) -> bool:
+        """A teammate that another live process hosts (``teamctl join``, perhaps on another host,
+        docs/SCALE-OUT.md) holds a task or could take a ready one: the team still works."""
+        ready = state.ready()
+        held = {t.owner for t in state.tasks.values() if t.status == "in_progress" and t.owner}
+        if not ready and not held:
+            return False
+        for m in state.members.values():
+            if m.kind != "agent" or m.status == "stopped" or not self.roster.gone(m.name):
+                continue
+            wanted = m.name in held or any(t.role in (None, m.role) for t in ready)
+            if wanted and alive(self.team.liveness, m.name):
+                return True
+        return False
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until ``is_idle`` (True) or the timeout (False)."""

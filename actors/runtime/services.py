@@ -50,7 +50,9 @@ if TYPE_CHECKING:
     from actors.runtime.roster import Roster
     from actors.settings import Settings
     from actors.worktrees.actor import WorktreesHandle
+    from actors.worktrees.remote import BranchSharing
     from mailboxes.messages import Envelope
+    from mailboxes.ports import EventStore, OnHints, Watcher
 
 __all__ = ["RuntimeServices", "TaskWorktrees"]
 
@@ -98,6 +100,13 @@ class RuntimeServices:
     @property
     def worktrees(self) -> WorktreesHandle | None:
         return self._worktrees.handle
+
+    @property
+    def journal(self) -> EventStore:
+        return self._team.journal
+
+    def watch(self, on_hints: OnHints, rescan_s: float = 2.0, *, inboxes: bool = True) -> Watcher:
+        return self._team.watch(on_hints, rescan_s, inboxes=inboxes)
 
     # -- members -------------------------------------------------------------------------------
 
@@ -225,10 +234,17 @@ class TaskWorktrees:
     and the worktree locks this runtime holds for claims."""
 
     def __init__(
-        self, root: Path, board: Board, settings: Settings, *, lock_path: Path | None = None
+        self,
+        root: Path,
+        board: Board,
+        settings: Settings,
+        *,
+        lock_path: Path | None = None,
+        sharing: BranchSharing | None = None,
     ) -> None:
         self._root = root
         self._lock_path = lock_path
+        self._sharing = sharing
         self._board = board
         self._settings = settings
         self._handle: WorktreesHandle | None = None
@@ -258,9 +274,13 @@ class TaskWorktrees:
                 self._board,
                 lock_path=self._lock_path,
                 verifier=Verifier.from_settings(self._settings),
+                sharing=self._sharing,  # worktree branches to the shared remote
             )
             for drift in self._handle.reconcile().drifts if reconcile else ():
                 log.warning("worktree drift: %s", drift)
+            unshared = self._handle.sharing_warning()
+            if unshared:
+                log.warning("%s", unshared)
         except Exception:
             log.exception("worktrees unavailable: tasks bound to worktrees run in the checkout")
 

@@ -1,6 +1,8 @@
 """What a finished scenario run left behind, gathered once for the checks: the journal, the board
-folded from it, every delivered message (``new`` and ``cur``), the agents' transcripts, and the
-"nothing lost" findings (docs/RELIABILITY.md, "How the evidence is produced")."""
+folded from it, every delivered message (acked or not), the agents' transcripts, and the
+"nothing lost" findings (docs/RELIABILITY.md, "How the evidence is produced"). Everything is read
+through the team's ports (docs/ARCHITECTURE.md, "Backends and seams"), so the checks work on
+either backend."""
 
 from __future__ import annotations
 
@@ -8,12 +10,16 @@ import os
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from actors.board.state import TeamState
 from actors.scenarios.model import EventMatch
 from mailboxes.events import Event
 from mailboxes.messages import Envelope
+
+if TYPE_CHECKING:
+    from actors.factory import Team
+    from mailboxes.ports import MailArchive
 
 __all__ = ["Facts", "gather"]
 
@@ -78,28 +84,24 @@ class Facts:
         ]
 
 
-def _read_inboxes(root: Path, agents: Sequence[str], mailbox: Any) -> list[Envelope]:
-    from mailboxes.messages import parse_envelope
-
+def _read_inboxes(agents: Sequence[str], mailbox: MailArchive) -> list[Envelope]:
+    """Every message still stored for ``agents`` (acked or not; a copy stored twice twice)."""
     found: list[Envelope] = []
     for agent in agents:
-        box = Path(mailbox.inbox(agent))
-        for sub in ("new", "cur"):
-            folder = box / sub
-            if folder.is_dir():
-                found += [parse_envelope(p.read_bytes()) for p in sorted(folder.iterdir())]
+        found += mailbox.history(agent)
     return found
 
 
-def _lost(root: Path, team: Any, messages: Sequence[Envelope]) -> list[str]:
+def _lost(root: Path, team: Team, messages: Sequence[Envelope]) -> list[str]:
     """Nothing lost after the run: journal sound, no projection drift, each message id in one
     place, at most one live task per owner, no process left in the repository."""
     from mailboxes.journal.frame import check_journal
 
     problems: list[str] = []
-    report = check_journal(root / ".team" / "journal.jsonl")
-    if not report.ok:
-        problems.append(f"journal: {report}")
+    if team.journal_path is not None:  # JetStream stores whole commits: nothing to check
+        report = check_journal(team.journal_path)
+        if not report.ok:
+            problems.append(f"journal {report.path} line {report.problem_line}: {report.problem}")
     problems += [f"projection drift: {d}" for d in team.verify_projections()]
     seen: set[tuple[str, str]] = set()
     for env in messages:
@@ -123,17 +125,20 @@ def _lost(root: Path, team: Any, messages: Sequence[Envelope]) -> list[str]:
 def gather(root: Path) -> Facts:
     """Read the journal, board, mailboxes and transcripts of a stopped team."""
     from actors.factory import open_team
-    from harness.transcript import load_transcript
+    from harness.transcript import fold_transcript
 
-    with open_team(root) as team:
+    # Read-only: opening for writing would repair what the oracle must see (drifted projections
+    # rewritten, a torn journal tail cut) and refuse a journal damaged mid-file.
+    with open_team(root, read_only=True) as team:
         events = list(team.journal.read_from(1))
         state = team.state()
         agents = team.mailbox.agents()
-        messages = _read_inboxes(root, agents, team.mailbox)
+        messages = _read_inboxes(agents, team.mailbox)
         lost = _lost(root, team, messages)
-    transcripts: dict[str, list[Any]] = {}
-    folder = root / ".team" / "transcripts"
-    if folder.is_dir():
-        for path in sorted(folder.glob("*.jsonl")):
-            transcripts[path.stem] = list(load_transcript(path).messages)
+        transcripts: dict[str, list[Any]] = {}
+        for agent in team.transcripts.agents():
+            raw = team.transcripts.transcript(agent)
+            if raw is not None:
+                text = raw.decode("utf-8", errors="replace")
+                transcripts[agent] = list(fold_transcript(text, f"transcript of {agent}").messages)
     return Facts(root, events, state, messages, transcripts, lost)

@@ -7,8 +7,12 @@ board shows it now; the board checks it under the journal lock, so a teammate th
 claim is an ordinary answer, not an error.
 
 Completing a task bound to a worktree first commits whatever the teammate left uncommitted there
-on ``wt/<name>`` (through the Worktrees actor, with a message naming the task), then journals
-``task.completed``, then unlocks the worktree: the branch the lead merges holds all the work.
+on ``wt/<name>`` (through the Worktrees actor, with a message naming the task), pushes the branch
+to the shared remote when the team shares branches (docs/SCALE-OUT.md, "Code across hosts"; a
+failed push refuses the completion), then journals ``task.completed`` with the branch's commit
+and remote, then unlocks the worktree: the branch the lead merges, on any host, holds all the
+work. Claiming such a task where other hosts may join but this clone has no shared remote adds
+one line saying that the branch cannot travel.
 
 Verified tasks (docs/ARCHITECTURE.md, "Verified tasks"): a task with a ``verify`` command is
 completed only once that command exits 0, run first (before the TaskCompleted hook) in the task's
@@ -34,7 +38,8 @@ from actors.errors import NotOwner
 from actors.protocols import submit_plan
 from actors.tools.base import Input, TeamTool, as_json, task_detail
 from actors.tools.hooks import run_task_completed_hook
-from actors.worktrees.messages import completion_message
+from actors.worktrees.git import WorktreeError
+from actors.worktrees.messages import Shared, completion_message
 from actors.worktrees.verify import Verifier
 from harness.shell.sandbox import SANDBOX_KEY, Sandbox
 from harness.tools.base import ToolContext, ToolError, ToolOutput
@@ -72,6 +77,11 @@ class ClaimTaskTool(TeamTool[ClaimTaskInput]):
         text = f"Claimed {task.id} (epoch {task.epoch}): {task.subject}"
         if task.plan.required:
             text += "\nThis task needs an approved plan: stay read-only and call submit_plan first."
+        worktrees = self.services.worktrees
+        if task.worktree is not None and worktrees is not None:
+            warning = worktrees.sharing_warning()
+            if warning:
+                text += f"\nwarning: {warning}"
         return ToolOutput(f"{text}\n{as_json(task_detail(task, board.state))}")
 
 
@@ -111,15 +121,35 @@ class CompleteTaskTool(TeamTool[CompleteTaskInput]):
             )
         worktrees = self.services.worktrees
         commit = None
+        shared: Shared | None = None
         if task.worktree is not None and worktrees is not None:
             message = completion_message(task.id, task.subject, self.agent)
             commit = worktrees.commit_all(task.worktree, message)  # a failure refuses completion
-        done = self.services.board.complete(task.id, self.agent, task.epoch, args.summary)
+            try:
+                shared = worktrees.share(task.worktree)
+            except WorktreeError as exc:
+                committed = f" (your changes were committed: {commit[:12]})" if commit else ""
+                return ToolOutput(
+                    f"Completion of {task.id} refused: {exc}\nYour work is on "
+                    f"wt/{task.worktree}{committed}. The task is still yours: call complete_task "
+                    "again to retry, or release_task saying what blocks it.",
+                    is_error=True,
+                )
+        done = self.services.board.complete(
+            task.id,
+            self.agent,
+            task.epoch,
+            args.summary,
+            commit=shared.commit if shared else None,
+            remote=shared.remote if shared else None,
+        )
         text = f"Completed {task.id}."
         if commit is not None:
             text += (
                 f" Your uncommitted changes were committed on wt/{task.worktree} ({commit[:12]})."
             )
+        if shared is not None and shared.remote is not None:
+            text += f" Pushed {shared.branch} ({shared.commit[:12]}) to {shared.remote}."
         if done.unblocked:
             text += " Now ready: " + ", ".join(done.unblocked) + "."
         if task.worktree is not None and worktrees is not None:

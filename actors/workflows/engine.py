@@ -11,8 +11,9 @@ the run, workflow, phase, label, step key, schema and tool set. Idle teammates c
 task; with no teammate on the team when the run starts, the run spawns workers (``wf-<n>``) up
 to ``team.max_teammates``. The step's result is the completing teammate's ``complete_task``
 summary (for a ``schema`` step, the JSON text of the result). The engine learns of completions
-from the journal: a ``FileWatcher`` on ``.team/journal.jsonl`` wakes the loop, which reads the
-board again (the rescan tick covers a dropped hint).
+from the journal: a watcher of the team's journal (``TeamServices.watch``, on either backend:
+docs/ARCHITECTURE.md, "Backends and seams") wakes the loop on any process's append, and the loop
+reads the board again (the rescan tick covers a dropped hint).
 
 The engine needs the team running (teammates hosted somewhere): ``teamctl workflow`` starts a
 ``TeamRuntime`` around it, the lead's ``workflow`` tool runs it inside the lead's runtime, and
@@ -53,6 +54,7 @@ from teamctl_base.clock import new_id
 if TYPE_CHECKING:
     from actors.board.state import Task
     from actors.services import TeamServices
+    from mailboxes.ports import EventStore, Hint
 
 WORKER_PREFIX = "wf-"
 """Names of the workers a run spawns when the team has no teammate."""
@@ -104,15 +106,15 @@ class RunOutcome:
         return out
 
 
-def read_runs(repo_root: Path) -> dict[str, RunRecord]:
-    """Every workflow run of the journal (read without locking)."""
-    from mailboxes.journal.store import FileJournal
+def read_runs(source: Path | EventStore) -> dict[str, RunRecord]:
+    """Every workflow run of a team's journal: ``source`` is the journal (an ``EventStore`` on
+    any backend), or a repository whose team is opened read-only for the call."""
+    if not isinstance(source, Path):
+        return fold_runs(source.read_from(1))
+    from actors.factory import open_team
 
-    journal = FileJournal(repo_root / ".team", read_only=True)
-    try:
-        return fold_runs(journal.read_from(1))
-    finally:
-        journal.close()
+    with open_team(source, read_only=True) as team:
+        return fold_runs(team.journal.read_from(1))
 
 
 def step_description(workflow: str, spec: StepSpec, note: str | None) -> str:
@@ -142,12 +144,10 @@ def step_description(workflow: str, spec: StepSpec, note: str | None) -> str:
 class _Waker:
     """Wakes the run's loop when the journal changes (any process's append)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, journal_path: Path) -> None:
-        from mailboxes.watch import FileWatcher
-
+    def __init__(self, loop: asyncio.AbstractEventLoop, services: TeamServices) -> None:
         self._loop = loop
         self._event = asyncio.Event()
-        self._watcher = FileWatcher([journal_path], self._hint, rescan_s=1.0)
+        self._watcher = services.watch(self._hint, 1.0, inboxes=False)
 
     def start(self) -> None:
         self._watcher.start()
@@ -155,7 +155,8 @@ class _Waker:
     def stop(self) -> None:
         self._watcher.stop()
 
-    def _hint(self, _paths: set[Path]) -> None:
+    def _hint(self, _hints: frozenset[Hint]) -> None:
+        # JournalAdvanced or a Tick: either way the board is read again.
         self._loop.call_soon_threadsafe(self.pulse)
 
     def pulse(self) -> None:
@@ -356,7 +357,7 @@ class WorkflowEngine:
                 done = _outcomes.get(run_id)
             if done is not None and done.status != "interrupted":
                 return RunOutcome(done.run_id, done.status, done.result, done.error)
-        run = read_runs(self.root).get(run_id)
+        run = read_runs(self.services.journal).get(run_id)
         if run is None:
             raise WorkflowError(f"no workflow run {run_id!r} (`teamctl workflow runs` lists them)")
         if run.status == "completed":
@@ -423,7 +424,7 @@ class WorkflowEngine:
             for m in state.members.values()
             if m.kind == "agent" and m.status != "stopped" and m.role != "lead"
         ]
-        waker = _Waker(asyncio.get_running_loop(), self.root / ".team" / "journal.jsonl")
+        waker = _Waker(asyncio.get_running_loop(), self.services)
         steps = BoardSteps(
             self.services,
             run_id,

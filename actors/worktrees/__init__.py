@@ -6,6 +6,7 @@
 - ``confine``: ``confine_policy``/``confined_context``: a teammate confined to its worktree.
 - ``merge``: ``merge_one``: a completed task's branch into the main checkout's branch.
 - ``reconcile``: ``reconcile``: ``git worktree list`` against the journal.
+- ``remote``: ``BranchSharing``, ``push_branch``, ``fetch_completed``: branches across hosts.
 """
 
-__all__ = ["actor", "confine", "git", "merge", "messages", "reconcile"]
+__all__ = ["actor", "confine", "git", "merge", "messages", "reconcile", "remote"]

@@ -11,8 +11,13 @@ against caught-up state, so a task claimed meanwhile is refused). If the journal
 fails, the git step is undone; whatever could not be undone is named in the error. A crash in
 between leaves an unjournaled worktree that ``reconcile`` reports (``unknown``) and repairs.
 
-The runtime calls ``lock``/``unlock`` on claim/release and ``commit_all`` on completion (see
-``WorktreesHandle``). Removal is host-owned: no model tool sends ``RemoveWorktree``.
+The runtime calls ``lock``/``unlock`` on claim/release and ``commit_all`` then ``share`` on
+completion (see ``WorktreesHandle``). Removal is host-owned: no model tool sends
+``RemoveWorktree``.
+
+Across hosts (``actors.worktrees.remote``, docs/SCALE-OUT.md "Code across hosts"): ``share``
+pushes the branch to the shared remote when the team shares branches (``BranchSharing``), and a
+merge in a clone without the branch first fetches exactly the commit the completion recorded.
 
 Several processes may each run a Worktrees actor on one repository (the runtime, ``teamctl join``,
 the ``teamctl worktree`` commands). Given a ``lock_path`` (``.team/worktrees.lock``), an actor
@@ -23,6 +28,7 @@ either (docs/ARCHITECTURE.md, "Locks").
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import os
 import signal
@@ -40,6 +46,7 @@ from actors.worktrees.messages import (
     CommitAll,
     Created,
     CreateWorktree,
+    DescribeSharing,
     ListWorktrees,
     LockWorktree,
     MergeAll,
@@ -49,10 +56,13 @@ from actors.worktrees.messages import (
     ReconcileReport,
     Removed,
     RemoveWorktree,
+    ShareBranch,
+    Shared,
     UnlockWorktree,
     WorktreeView,
 )
 from actors.worktrees.reconcile import reconcile
+from actors.worktrees.remote import PUSH_TIMEOUT_S, BranchSharing, fetch_completed, push_branch
 from actors.worktrees.verify import VERIFY_TIMEOUT_S, Verifier
 from mailboxes.events import EventDraft, WorktreeBound, WorktreeCreated, WorktreeRemoved, draft
 from teamctl_base.crashpoints import crash_point
@@ -103,9 +113,11 @@ class Worktrees(pykka.ThreadingActor):
         git: Git | None = None,
         lock_path: Path | None = None,
         verifier: Verifier | None = None,
+        sharing: BranchSharing | None = None,
     ) -> None:
         super().__init__()
         self._lock_path = lock_path
+        self._sharing = sharing or BranchSharing()
         self._verifier = verifier or Verifier()
         self._git = git or Git(root)
         self._root = self._git.root
@@ -122,6 +134,8 @@ class Worktrees(pykka.ThreadingActor):
     def on_receive(self, message: Any) -> Any:
         if isinstance(message, ListWorktrees):
             return self._list(message.include_removed)
+        if isinstance(message, DescribeSharing):
+            return self._sharing.warning(self._git)
         with self._across_processes():
             return self._handle(message)
 
@@ -154,6 +168,8 @@ class Worktrees(pykka.ThreadingActor):
                 return self._unlock(name)
             case CommitAll(name=name, message=text):
                 return self._commit_all(name, text)
+            case ShareBranch(name=name):
+                return self._share(name)
             case Reconcile(prune=prune, repair=repair):
                 return reconcile(self._git, self._board, prune=prune, repair=repair)
             case _:
@@ -259,6 +275,16 @@ class Worktrees(pykka.ThreadingActor):
         self._git.run("add", "--all", cwd=path)
         return self._git.commit(message, cwd=path)
 
+    def _share(self, name: str) -> Shared:
+        record = self._record(name)
+        commit = self._git.rev(record.branch)
+        if commit is None:
+            raise WorktreeError(f"branch {record.branch} does not exist in this clone")
+        remote = self._sharing.target(self._git)
+        if remote is not None:
+            push_branch(self._git, remote, record.branch)
+        return Shared(name, record.branch, commit, remote)
+
     # --- merge ---------------------------------------------------------------------------------
 
     def _merge(self, state: TeamState, name: str, squash: bool) -> MergeResult:
@@ -266,9 +292,14 @@ class Worktrees(pykka.ThreadingActor):
         if record is None or record.removed:
             raise WorktreeError(f"no worktree named {name!r}")
         path = self._path(name)
-        return merge_one(
+        task = state.tasks.get(record.task_id) if record.task_id else None
+        fetched = False
+        if task is not None and task.status == "completed" and not path.is_dir():
+            fetched = fetch_completed(self._git, record)  # worked in another clone
+        result = merge_one(
             self._git, self._board, state, record, path, squash=squash, verifier=self._verifier
         )
+        return dataclasses.replace(result, fetched_from=record.remote) if fetched else result
 
     def _merge_all(self, squash: bool) -> tuple[MergeResult, ...]:
         state = self._board.refresh()
@@ -374,8 +405,9 @@ class WorktreesHandle:
     - on claim of a task bound to worktree ``w``: ``lock(w, reason)``, then run the teammate with
       ``cwd = root = path(w)`` and the policy from ``actors.worktrees.confine.confine_policy``;
     - on release: ``unlock(w)``;
-    - on completion: ``commit_all(w, completion_message(task))`` (before journaling
-      ``task.completed``), then ``unlock(w)``;
+    - on completion: ``commit_all(w, completion_message(task))`` and ``share(w)`` (before
+      journaling ``task.completed`` with the shared commit and remote), then ``unlock(w)``;
+    - on claim, ``sharing_warning()``: the line to show when the branch cannot reach other hosts;
     - on start: ``reconcile()`` and report its drifts.
     """
 
@@ -436,6 +468,19 @@ class WorktreesHandle:
     def commit_all(self, name: str, message: str) -> str | None:
         result = self._ask(CommitAll(name=name, message=message))
         return None if result is None else str(result)
+
+    def share(self, name: str) -> Shared:
+        """The branch's tip, pushed to the shared remote when the team shares branches (a
+        failed push raises ``WorktreeError``); waits up to the push timeout."""
+        answer = self._ask(ShareBranch(name=name), self.timeout_s + PUSH_TIMEOUT_S)
+        if not isinstance(answer, Shared):
+            raise TypeError(f"ShareBranch answered {type(answer).__name__}")
+        return answer
+
+    def sharing_warning(self) -> str | None:
+        """One line when other hosts may join but worktree branches cannot reach them."""
+        answer = self._ask(DescribeSharing())
+        return None if answer is None else str(answer)
 
     def reconcile(self, *, prune: bool = False, repair: bool = False) -> ReconcileReport:
         return self._ask_for(ReconcileReport, Reconcile(prune=prune, repair=repair))

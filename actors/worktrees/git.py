@@ -39,6 +39,9 @@ _KEEP_ENV = frozenset(
         "GIT_COMMITTER_DATE",
     }
 )
+REMOTE_PROTOCOLS = ("file", "ssh", "https", "http", "git")
+"""Transports a push or fetch of a worktree branch may use (every other one, ``ext::`` above all,
+stays forbidden by ``protocol.allow=never``)."""
 FALLBACK_IDENTITY = ("teamctl", "teamctl@localhost")
 """Used for runtime commits only when the repository configures no ``user.name``/``email``."""
 
@@ -183,18 +186,31 @@ class Git:
         ]
 
     def run(
-        self, *args: str, cwd: Path | None = None, check: bool = True
+        self,
+        *args: str,
+        cwd: Path | None = None,
+        check: bool = True,
+        remote: bool = False,
+        timeout_s: float | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        """Run ``git <args>`` in ``cwd`` (default: the main checkout)."""
-        proc = subprocess.run(
-            [*self.base_args(), *args],
-            cwd=cwd or self.root,
-            env=self._env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        """Run ``git <args>`` in ``cwd`` (default: the main checkout). ``remote``: a push or
+        fetch, allowed the transports a shared remote uses (``REMOTE_PROTOCOLS``; ``ext::``
+        stays forbidden). ``timeout_s``: a git still running then is killed (a ``GitError``)."""
+        allow = [f"protocol.{name}.allow=always" for name in REMOTE_PROTOCOLS] if remote else []
+        argv = [*self.base_args(), *(part for kv in allow for part in ("-c", kv)), *args]
+        try:
+            proc = subprocess.run(
+                argv,
+                cwd=cwd or self.root,
+                env=self._env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                check=False,
+                timeout=timeout_s,
+            )
+        except subprocess.TimeoutExpired:
+            raise GitError(args, -1, f"timed out after {timeout_s:g} s") from None
         if check and proc.returncode != 0:
             raise GitError(args, proc.returncode, proc.stderr)
         return proc

@@ -75,6 +75,21 @@ class CommitAll(Frozen):
     message: str
 
 
+class ShareBranch(Frozen):
+    """At completion: the branch's tip, pushed to the shared remote when the team shares
+    branches (``actors.worktrees.remote``) → ``Shared``; a failed push raises."""
+
+    kind: Literal["share_branch"] = "share_branch"
+    name: str
+
+
+class DescribeSharing(Frozen):
+    """The one-line warning when this clone's worktree branches cannot reach other hosts that
+    may join the team → ``str | None`` (read-only)."""
+
+    kind: Literal["describe_sharing"] = "describe_sharing"
+
+
 class Reconcile(Frozen):
     """Compare git with the journal → ``ReconcileReport`` (changes nothing unless asked)."""
 
@@ -101,6 +116,8 @@ WorktreeMessage = Annotated[
     | LockWorktree
     | UnlockWorktree
     | CommitAll
+    | ShareBranch
+    | DescribeSharing
     | Reconcile
     | ListWorktrees,
     Field(discriminator="kind"),
@@ -139,6 +156,20 @@ class MergeResult:
     verified: bool | None = None
     """The task's ``verify`` command on the merge result: passed, failed (``reason`` has its
     output), or None when the task has none or it did not run."""
+    fetched_from: str | None = None
+    """The remote the branch's recorded commit was fetched from first (it was worked in another
+    clone); None = this clone had it."""
+
+
+@dataclass(frozen=True)
+class Shared:
+    """A worktree branch's tip when its task completed, and the remote it was pushed to (None:
+    it stays in this clone)."""
+
+    name: str
+    branch: str
+    commit: str
+    remote: str | None = None
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,10 @@ and the journal step of create leaves) when it holds no work of its own, and jou
 One thing is always set right, being the runtime's own bookkeeping: a worktree left
 ``git worktree lock``ed while its task is not claimed (a runtime that died before unlocking) is
 unlocked, and the unlock is listed in ``repaired``.
+
+A worktree whose task's completion was pushed to the shared remote (``WorktreeRecord.remote``)
+and that this clone does not have is no drift: it was worked in another clone, and a merge here
+fetches it (docs/SCALE-OUT.md, "Code across hosts").
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ def compare(
         if entry is None:
             if exists.get(path, False):
                 drifts.append(Drift("not_registered", record.name, f"{path} is not a git worktree"))
-            else:
+            elif record.remote is None:  # else its completed work is on the shared remote
                 drifts.append(Drift("missing_directory", record.name, f"{path} is gone"))
             continue
         if entry.prunable or not exists.get(path, False):

@@ -6,7 +6,6 @@ Cache writes cost 1.25 times the input price. An unknown model costs ``None`` (n
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from harness.ports import Usage
@@ -49,13 +48,22 @@ PRICES: dict[str, Price] = {
 }
 
 
+def _of_family(model: str, prefix: str) -> bool:
+    """``model`` is ``prefix`` or ``prefix`` then ``-YYYYMMDD``, ``-latest`` or ``@…`` (plain
+    string tests: compiling a pattern per family cost the first model call of a run tens of ms)."""
+    if not model.startswith(prefix):
+        return False
+    rest = model[len(prefix) :]
+    if not rest or rest.startswith(("-latest", "@")):
+        return True
+    return len(rest) >= 9 and rest[0] == "-" and rest[1:9].isdecimal()
+
+
 def price_of(model: str) -> Price | None:
     """The price of ``model`` (exact id, or a dated/suffixed id of a known family)."""
     best: str | None = None
     for prefix in PRICES:
-        if (model == prefix or re.match(re.escape(prefix) + r"(-\d{8}|-latest|@|$)", model)) and (
-            best is None or len(prefix) > len(best)
-        ):
+        if _of_family(model, prefix) and (best is None or len(prefix) > len(best)):
             best = prefix
     return PRICES[best] if best is not None else None
 

@@ -17,6 +17,14 @@ Recovery: a torn or bad-CRC *last* line (a writer died mid-write) is truncated u
 a ``journal.tail_repaired`` event appended; a bad line anywhere else raises ``JournalCorrupt``
 naming it. Readers never lock: they read a size snapshot and stop at a torn end.
 
+Opening reads ``.team/journal.idx`` when it is there: a checkpoint of the index (the byte offset
+of every line and the seq of every ``op_id``) up to some seq, written after every
+``INDEX_EVERY`` appended events. It is a cache, never trusted blindly: its checksum must match,
+the file must still be that long, and the first and the last line it covers must still be the
+lines it was made from (CRC-checked, right seqs); otherwise it is ignored and every line is read.
+With it, opening validates only the lines after the checkpoint, so opening a long journal costs
+what its tail costs (``teamctl journal check`` and ``replay --verify`` still read every line).
+
 A journal opened ``read_only`` never locks, creates, repairs or writes anything (so it works on a
 full disk and on a damaged file): it stops at a torn end, and at a bad line mid-file it keeps the
 events before it and records the problem in ``damage`` (docs/RELIABILITY.md, "Damage you can
@@ -26,8 +34,13 @@ survive").
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import json
+import logging
 import os
+import sys
 import threading
+import zlib
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -35,7 +48,7 @@ from pathlib import Path
 
 from mailboxes.errors import JournalCorrupt, WriteFailed
 from mailboxes.events import Event, JournalTailRepaired, draft
-from mailboxes.fsutil import Fsync, fsync_dir, write_all
+from mailboxes.fsutil import Fsync, atomic_write, fsync_dir, write_all
 from mailboxes.journal.base import Appended, check_after, stamp
 from mailboxes.journal.frame import BadLine, decode_event, encode, iter_lines
 from mailboxes.ports import Clock, Decide
@@ -44,6 +57,12 @@ from teamctl_base.clock import SystemClock
 JOURNAL_NAME = "journal.jsonl"
 LOCK_NAME = "journal.lock"
 GATE_NAME = "journal.gate"
+INDEX_NAME = "journal.idx"
+INDEX_EVERY = 4096
+"""Appended events between two index checkpoints (``journal.idx``)."""
+_INDEX_FORMAT = 1
+
+log = logging.getLogger(__name__)
 
 FaultHook = Callable[[str], None]
 """Test seam: called with ``"after_write"``, ``"after_fsync"``, ``"after_commit"`` during an
@@ -110,6 +129,8 @@ class FileJournal:
         self._offsets = array("q")  # byte offset of seq n at index n - 1
         self._end = 0  # byte offset just past the last validated line
         self._by_op_id: dict[str, int] = {}
+        self.index_path = self.team_dir / INDEX_NAME
+        self._indexed = 0  # the seq the last loaded or saved index checkpoint covers
         self._closed = False
         self.read_only = read_only
         self.damage: JournalCorrupt | None = None
@@ -120,6 +141,7 @@ class FileJournal:
         if read_only:
             fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
             try:
+                self._load_index(fd)
                 self._index_read_only(fd)
             finally:
                 os.close(fd)
@@ -129,7 +151,9 @@ class FileJournal:
             if created:
                 fsync_dir(self.team_dir, fsync)
             remove_orphan_tmp_files(self.team_dir)
+            self._load_index(fd)
             self._catch_up(fd)
+        self._checkpoint()
 
     # --- EventStore ---------------------------------------------------------------------------
 
@@ -161,6 +185,7 @@ class FileJournal:
             if on_commit is not None:
                 on_commit(seen + tuple(new))
             self._hook("after_commit")
+        self._checkpoint()
         return Appended(seen=seen, appended=tuple(result))
 
     def read_from(self, seq: int) -> Iterator[Event]:
@@ -191,10 +216,94 @@ class FileJournal:
 
     # --- internals ----------------------------------------------------------------------------
 
+    def save_index(self) -> None:
+        """Write the index checkpoint (``journal.idx``) for every line indexed now. A cache:
+        not fsynced (a torn or lost one is ignored on open), and a failure is only logged."""
+        with self._index_lock:
+            seq, end = len(self._offsets), self._end
+            offsets = self._offsets[:seq].tobytes()
+            ops = {op: n for op, n in self._by_op_id.items() if n <= seq}
+        if seq == 0:
+            return
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                first = _line_at(fd, 0, self._offsets[1] if seq > 1 else end)
+                last = _line_at(fd, self._offsets[seq - 1], end)
+            finally:
+                os.close(fd)
+            body = offsets + json.dumps(ops, separators=(",", ":")).encode()
+            header = {
+                "format": _INDEX_FORMAT,
+                "byteorder": sys.byteorder,
+                "seq": seq,
+                "end": end,
+                "offsets_bytes": len(offsets),
+                "first_crc": zlib.crc32(first),
+                "last_crc": zlib.crc32(last),
+                "sha256": hashlib.sha256(body).hexdigest(),
+            }
+            data = json.dumps(header, sort_keys=True).encode() + b"\n" + body
+            atomic_write(self.index_path, data, durable=False)
+        except OSError as exc:
+            log.warning("journal index checkpoint not written: %s", exc)
+            return
+        self._indexed = seq
+
+    def _checkpoint(self) -> None:
+        if not self.read_only and len(self._offsets) - self._indexed >= INDEX_EVERY:
+            self.save_index()
+
+    def _load_index(self, fd: int) -> None:
+        """Start from ``journal.idx`` if it checks out (see the module docstring)."""
+        try:
+            data = self.index_path.read_bytes()
+        except OSError:
+            return
+        reason = self._adopt_index(fd, data)
+        if reason is not None:
+            log.info("journal index %s ignored: %s", self.index_path, reason)
+
+    def _adopt_index(self, fd: int, data: bytes) -> str | None:
+        head, sep, body = data.partition(b"\n")
+        try:
+            header = json.loads(head)
+            seq, end, size = int(header["seq"]), int(header["end"]), header["offsets_bytes"]
+            if header["format"] != _INDEX_FORMAT or header["byteorder"] != sys.byteorder:
+                return "written by another version or machine"
+            if not sep or hashlib.sha256(body).hexdigest() != header["sha256"]:
+                return "checksum mismatch"
+            offsets = array("q")
+            offsets.frombytes(body[:size])
+            ops = json.loads(body[size:])
+        except (ValueError, KeyError, TypeError) as exc:
+            return f"unreadable ({exc})"
+        if len(offsets) != seq or seq == 0 or not isinstance(ops, dict):
+            return "inconsistent"
+        if os.fstat(fd).st_size < end:
+            return "the journal is shorter than the checkpoint"
+        for n, start, stop, crc in (
+            (1, 0, offsets[1] if seq > 1 else end, header["first_crc"]),
+            (seq, offsets[seq - 1], end, header["last_crc"]),
+        ):
+            line = _line_at(fd, start, stop)
+            try:
+                decode_event(line[:-1], n)
+            except BadLine as exc:
+                return f"line {n} changed: {exc.reason}"
+            if zlib.crc32(line) != crc or not line.endswith(b"\n"):
+                return f"line {n} is not the line it was made from"
+        with self._index_lock:
+            self._offsets = offsets
+            self._end = end
+        self._by_op_id = ops
+        self._indexed = seq
+        return None
+
     def _index_read_only(self, fd: int) -> None:
         """Index the good lines without the lock; stop at a torn end or the first bad line."""
         size = os.fstat(fd).st_size
-        for offset, raw, complete in iter_lines(fd, 0, size):
+        for offset, raw, complete in iter_lines(fd, self._end, size):
             line_no = len(self._offsets) + 1
             try:
                 if not complete:
@@ -378,3 +487,8 @@ class FileJournal:
     def _check_open(self) -> None:
         if self._closed:
             raise ValueError(f"journal {self.path} is closed")
+
+
+def _line_at(fd: int, start: int, stop: int) -> bytes:
+    """The bytes ``[start, stop)`` of ``fd`` (one whole line, newline included)."""
+    return os.pread(fd, stop - start, start)

@@ -1,7 +1,9 @@
 """A small ``TeamServices`` over a real journal-backed ``Board`` and a real ``Maildir``.
 
 Members are journaled (``member.spawned``) and get an inbox; cron jobs live in a dict. Enough
-for the team tools and protocols; the real runtime implements the same protocol.
+for the team tools and protocols; the real runtime implements the same protocol. What is the
+runtime's own behaviour (spawning, mail, shutdown, cron) is tested on the real ``TeamRuntime``
+(tests/actors/tools/test_tools_lead.py); where the fake answers, it uses the runtime's messages.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import subprocess
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -113,14 +115,16 @@ class FakeTeam:
             return (draft(body.TYPE, by, body),)
 
         self.board.execute(decision)
-        self.send(by, name, "shutdown_request", {"text": "please stop", "request_id": rid})
+        text = f"{by} asks you to shut down: finish your step, release or complete your task."
+        self.send(by, name, "shutdown_request", {"text": text, "request_id": rid})
         return rid
 
     def schedule_cron(
         self, cron: str, prompt: str, *, recurring: bool, tz: str | None, owner: str
     ) -> CronView:
-        if len(cron.split()) != 5:
-            raise TeamError(f"bad cron expression {cron!r}: need 5 fields")
+        from actors.jobs.cron import parse_cron
+
+        cron = parse_cron(cron)  # the runtime's own check and message (a CronError)
         view = CronView(
             cron_id=f"cron_{len(self.crons) + 1}",
             cron=cron,
@@ -137,11 +141,13 @@ class FakeTeam:
         return view
 
     def list_crons(self) -> list[CronView]:
-        return list(self.crons.values())
+        return [v for v in self.crons.values() if v.status == "active"]
 
     def cancel_cron(self, cron_id: str, *, by: str) -> None:
-        if self.crons.pop(cron_id, None) is None:
+        view = self.crons.get(cron_id)
+        if view is None:  # as the runtime: unknown is an error, cancelling twice is not
             raise TeamError(f"unknown cron job {cron_id!r}")
+        self.crons[cron_id] = replace(view, status="cancelled")
 
     # --- test helpers ------------------------------------------------------------------------------
 

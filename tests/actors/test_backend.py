@@ -97,10 +97,10 @@ def test_a_team_on_jetstream(
     monkeypatch.delenv("TEAMCTL_BACKEND", raising=False)
     backend = f"{server.url}/demo"
     root = _repo(tmp_path / "repo", backend)
-    with caplog.at_level(logging.WARNING, logger="actors.factory"):
+    with caplog.at_level(logging.INFO, logger="actors.factory"):
         init_team(root)
     assert any(
-        "journal and liveness on JetStream; mailboxes and wake-ups stay files" in r.message
+        "journal, mailboxes, liveness, wake-ups and state snapshots on JetStream" in r.message
         for r in caplog.records
     )
     assert not (root / ".team" / "journal.jsonl").exists()  # nothing written to a file journal

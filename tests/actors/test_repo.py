@@ -115,4 +115,13 @@ def test_real_mountinfo_accepts_tmp_path(tmp_path: Path) -> None:
 
 
 def test_missing_mountinfo_is_allowed(tmp_path: Path) -> None:
-    check_local_filesystem(tmp_path, mountinfo=tmp_path / "absent")
+    """Where the mount table cannot be read (not Linux), the repository is used; the same
+    repository listed on NFS is refused."""
+    root = git_init(tmp_path / "repo")
+    nfs = tmp_path / "mountinfo"
+    nfs.write_text(f"22 1 8:1 / / rw - ext4 /dev/sda1 rw\n41 22 0:36 / {root} rw - nfs s:/x rw\n")
+    with pytest.raises(UnsafeFilesystem):
+        find_repo(root, mountinfo=nfs)
+    absent = tmp_path / "absent"
+    assert check_local_filesystem(root, mountinfo=absent) is None
+    assert find_repo(root / "sub", mountinfo=absent).root == root

@@ -42,8 +42,51 @@ def test_scenario_run_passes_through_the_cli(
     report = json.loads(out.stdout)
     assert out.exit_code == 0, report
     assert report["ok"], [c for c in report["checks"] if not c["ok"]]
-    assert len(report["checks"]) > 5
+    assert_every_expectation_checked(scenario, report["checks"])
     assert list(tmp_path.iterdir()) == []  # the repository was removed
+
+
+_COUNTED = re.compile(r"^(\d+) \(expected (\d+)\)$")
+
+
+def assert_every_expectation_checked(scenario: Scenario, checks: list[dict[str, Any]]) -> None:
+    """One passing check per expectation of the scenario (none dropped), each showing what it
+    found: counts equal to the expected ones, a task's status, a file's size."""
+    want = scenario.expect
+    workflow = want.workflow
+    count = (
+        3  # idle, no agent errors, script fully played
+        + (want.tool_errors is not None)
+        + (want.task_count is not None)
+        + (want.all_tasks is not None)
+        + len(want.tasks)
+        + len(want.files)
+        + len(want.events)
+        + len(want.messages)
+        + len(want.order)
+        + len(want.invariants)
+        + len(want.commands)
+        + (0 if workflow is None else 1 + (workflow.result is not None))
+        + (0 if workflow is None else workflow.error_contains is not None)
+    )
+    assert len(checks) == count, [c["name"] for c in checks]
+    names = [c["name"] for c in checks]
+    assert {f"invariant {n}" for n in want.invariants} <= set(names)
+    assert "team went idle" in names and "script fully played" in names
+    for check in checks:
+        assert check["ok"], check
+        counted = _COUNTED.match(check["detail"])
+        if counted:
+            assert counted.group(1) == counted.group(2), check
+        if check["name"].startswith("task ") and check["name"] != "task count":
+            assert re.match(r"^task_\d+ \w+", check["detail"]), check
+        if check["name"].startswith("file ") and not check["name"].endswith(" absent"):
+            assert re.match(r"^\d+ chars$", check["detail"]), check
+        if check["name"].startswith(("event ", "message ")) and not counted:
+            assert re.match(r"^[1-9]\d* found$", check["detail"]), check
+        if check["name"].startswith("order: "):
+            first, then = map(int, re.findall(r"\d+", check["detail"]))
+            assert first < then, check
 
 
 # -- what a plain install must provide ----------------------------------------------------------
@@ -132,7 +175,7 @@ VIA_API = [s for s in RUNNABLE if s.name != "idle-claimers"]  # that one: throug
 def test_scenario_passes_through_the_fake_api(scenario: Scenario, tmp_path: Path) -> None:
     result = run_scenario(scenario, via_api=True, workdir=tmp_path)
     assert result.ok, [f"{c.name}: {c.detail}" for c in result.failures]
-    assert len(result.checks) > 5
+    assert_every_expectation_checked(scenario, [c.as_json() for c in result.checks])
     assert list(tmp_path.iterdir()) == []  # the repository was removed
 
 
@@ -152,11 +195,16 @@ def test_idle_claimers_passes_through_the_fake_api_and_keeps_the_repo(tmp_path: 
 
 
 def broken_copy(tmp_path: Path) -> Path:
-    """idle-claimers with one wrong expectation."""
+    """idle-claimers with one wrong expectation of each kind."""
     folder = tmp_path / "idle-claimers"
     shutil.copytree(scenarios_dir() / "idle-claimers", folder)
     path = folder / "scenario.yaml"
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    expect = data["expect"]
+    expect["tasks"].append({"subject": "Add slugify", "status": "pending"})
+    expect["events"].append({"type": "task.completed", "count": 9})
+    expect["messages"].append({"to": "lead", "type": "cron_fired"})
+    expect["commands"].append({"run": "python -m pytest -q", "output_contains": "7 passed"})
     data["expect"]["files"].append({"path": "textkit/slug.py", "contains": "def unslugify"})
     data["expect"]["order"].append(
         {
@@ -174,14 +222,25 @@ def test_a_wrong_expectation_fails_the_run_with_the_failure_reported(tmp_path: P
     assert out.exit_code == 1, out.output
     assert "✗  file textkit/slug.py" in out.output
     assert "lacks 'def unslugify'" in out.output
-    assert "FAILED: 2 of" in out.output
+    assert "FAILED: 6 of" in out.output
     as_json = CliRunner().invoke(cli, ["scenario", "run", str(folder), "--json"])
     assert as_json.exit_code == 1
-    failed = [c["name"] for c in json.loads(as_json.output)["checks"] if not c["ok"]]
-    assert failed == [
+    failed = [(c["name"], c["detail"]) for c in json.loads(as_json.output)["checks"] if not c["ok"]]
+    order = "order: task.claimed task=Test the public API before task.completed task=Add slugify"
+    assert [name for name, _ in failed] == [
+        "task 'Add slugify'",
         "file textkit/slug.py",
-        "order: task.claimed task=Test the public API before task.completed task=Add slugify",
+        "event task.completed",
+        "message to lead cron_fired",
+        order,
+        "command 'python -m pytest -q'",
     ]
+    details = dict(failed)
+    assert details["task 'Add slugify'"] == "status completed (expected pending)"
+    assert details["event task.completed"] == "8 (expected 9)"
+    assert details["message to lead cron_fired"] == "never delivered"
+    assert re.fullmatch(r"seq \d+ vs \d+", details[order])
+    assert details["command 'python -m pytest -q'"].startswith("output lacks '7 passed'; 6 passed")
 
 
 def test_a_bad_scenario_file_is_one_error_line(tmp_path: Path) -> None:

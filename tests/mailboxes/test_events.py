@@ -150,7 +150,7 @@ def test_v1_task_endings_load_as_not_forced(event_type: str) -> None:
     assert parsed.forced_by is None and parsed.owner == "ann"
     body = ev.TaskCompleted(task_id="task_1", owner="ann", epoch=1, forced_by="user")
     forced = ev.draft(body.TYPE, "user", body)
-    assert forced.v == 2 and ev.payload(forced) == body
+    assert forced.v == ev.TaskCompleted.VERSION == 3 and ev.payload(forced) == body
 
 
 def test_usage_recorded_keeps_the_tokens_and_refuses_negative_ones() -> None:

@@ -171,14 +171,17 @@ def test_probes_never_make_a_hold_fail(backend: Backend) -> None:
     probers = [threading.Thread(target=probe) for _ in range(2)]
     for thread in probers:
         thread.start()
+    seen = []
     try:
         for _ in range(100):
             with live.hold("bob"):
-                pass
+                seen.append(live.is_alive("bob"))
     finally:
         stop.set()
         for thread in probers:
             thread.join()
+    assert seen == [True] * 100  # every hold was taken and, while held, shows bob alive
+    assert not live.is_alive("bob")
 
 
 @pytest.mark.parametrize("name", ["../x", ".x", "a/b", ""])

@@ -4,7 +4,8 @@
 - large lines: processes append 256 KiB events at once; ``flock`` serialises them (``PIPE_BUF``
   atomicity is a pipe rule and says nothing about regular files), so no line is interleaved;
 - duplicated deliveries: two processes deliver the same message ids; the reader processes
-  each id once;
+  each id once, also when both processes are forced onto the same Maildir file names (each
+  collision in ``tmp/`` or ``new/`` is retried under a fresh name, never a crash or an overwrite);
 - a zombie teammate: liveness is process *death*, not responsiveness. A SIGSTOPped holder keeps
   its lease and its claim; once killed its claim is reaped and re-claimed, and a late completion
   with the old epoch (from a worker of that teammate coming back) is refused by fencing.
@@ -224,6 +225,93 @@ def test_a_message_delivered_twice_by_two_processes_is_processed_once(tmp_path: 
     late.deliver("lead", _text("ann", "job m007 again"))
     assert box.pending("ann") == [] and box.counts("ann") == (0, 61)
     assert_nothing_lost(tmp_path, sent=ids, delivered=ids, projections=False, pids=group.pids)
+
+
+COLLIDER = r"""
+import json, sys
+from pathlib import Path
+from mailboxes.maildir import Maildir, MessageDraft, UniqueNames
+
+class Replayed:
+    def __init__(self, ids): self.ids = iter(ids)
+    def new_id(self): return next(self.ids)
+
+class SameFirstName:
+    # Every process proposes one fixed name per message first; fresh ones only after a collision.
+    def __init__(self): self.tried, self.fresh = set(), UniqueNames(host="same-host")
+    def __call__(self, ns, msg_id):
+        if msg_id in self.tried:
+            return self.fresh(ns, msg_id)
+        self.tried.add(msg_id)
+        return f"{1:020d}.0-0-same-host.{msg_id}"
+
+root, ids = Path(sys.argv[1]), sys.argv[2].split(",")
+box = Maildir(root, ids=Replayed(ids), names=SameFirstName())
+print("ready", flush=True)
+sys.stdin.readline()
+sent = [box.deliver("lead", MessageDraft.text("ann", f"job {i}"))[0].id for i in ids]
+print(json.dumps(sent))
+"""
+
+
+def test_two_processes_forced_onto_the_same_file_names_both_deliver(tmp_path: Path) -> None:
+    root = tmp_path / ".team" / "mailboxes"
+    box = Maildir(root)
+    for agent in ("lead", "ann"):
+        box.ensure_inbox(agent)
+    ids = [f"m{n:03d}" for n in range(30)]
+    with children(COLLIDER, [(str(root), ",".join(ids))] * 2) as group:
+        group.ready()
+        group.go()
+        sent = group.results()
+    assert sent == [ids, ids], "no delivery crashed on a taken name"
+    # Whichever process came second for an id found the name taken (in tmp/ or new/) and
+    # retried: both copies are there, none replaced the other.
+    names = sorted((root / "ann" / "new").iterdir())
+    assert len(names) == 60 and list((root / "ann" / "tmp").iterdir()) == []
+    assert sum(n.name.startswith(f"{1:020d}.0-0-same-host.") for n in names) == 30
+    processed: list[str] = []
+    while batch := box.pending("ann", max_messages=7):
+        processed += [m.id for m in batch]
+        box.ack("ann", [m.id for m in batch])
+    assert sorted(processed) == ids, "each id processed once"
+    assert box.counts("ann") == (0, 60)
+    assert_nothing_lost(tmp_path, sent=ids, delivered=ids, projections=False, pids=group.pids)
+
+
+def test_a_name_left_in_tmp_by_a_dead_sender_is_skipped_not_fatal(tmp_path: Path) -> None:
+    root = tmp_path / "mailboxes"
+    fixed = f"{1:020d}.0-0-h.m1"
+    box = Maildir(root, ids=_Fixed("m1"), names=lambda ns, msg_id: fixed)
+    box.ensure_inbox("ann")
+    (root / "ann" / "tmp" / fixed).write_bytes(b"half a message")
+    with pytest.raises(OSError, match="file names in a row were taken"):
+        box.deliver("lead", _text("ann", "hello"))  # a name source that never changes: bounded
+    assert box.counts("ann") == (0, 0)
+    assert (root / "ann" / "tmp" / fixed).read_bytes() == b"half a message"
+    tries = iter([fixed, f"{2:020d}.0-1-h.m1"])
+    retrying = Maildir(root, ids=_Fixed("m1"), names=lambda ns, msg_id: next(tries))
+    [sent] = retrying.deliver("lead", _text("ann", "hello"))
+    assert [m.body for m in box.pending("ann")] == [sent.body]
+    assert sorted(p.name for p in (root / "ann" / "new").iterdir()) == [f"{2:020d}.0-1-h.m1"]
+    assert (root / "ann" / "tmp" / fixed).read_bytes() == b"half a message"
+
+
+def test_default_names_carry_integer_nanoseconds_pid_and_host(tmp_path: Path) -> None:
+    import os
+    import socket
+
+    box = Maildir(tmp_path)
+    box.ensure_inbox("ann")
+    first, second = (box.deliver("lead", _text("ann", "hi"))[0].id for _ in range(2))
+    names = sorted(p.name for p in (tmp_path / "ann" / "new").iterdir())
+    host = "".join(c if c.isalnum() or c == "-" else "-" for c in socket.gethostname())[:40]
+    for name, msg_id in zip(names, (first, second), strict=True):
+        ns, middle, tail = name.split(".")
+        pid, seq, host_part = middle.split("-", 2)
+        assert len(ns) == 20 and pid == str(os.getpid()) and seq.isdigit()
+        assert host_part == host and tail == msg_id
+    assert names[0].split(".")[0] < names[1].split(".")[0], "time orders one sender's names"
 
 
 class _Fixed:

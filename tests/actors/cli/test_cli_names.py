@@ -82,7 +82,7 @@ def test_a_person_cannot_finish_a_live_agents_task_without_force(live_alice: Pat
     done = ok(["task", "complete", "task_1", "--as", "alice", "--force", "--by", "carol"])
     assert done.stdout.strip() == "alice completed task_1 (forced by carol)"
     last = events(live_alice)[-1]
-    assert (last.type, last.actor, last.v) == ("task.completed", "carol", 2)
+    assert (last.type, last.actor, last.v) == ("task.completed", "carol", 3)
     assert (last.data["owner"], last.data["forced_by"]) == ("alice", "carol")
 
 

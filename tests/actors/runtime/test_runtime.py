@@ -10,7 +10,8 @@ import pytest
 from actors.errors import DuplicateMember, TeamError
 from actors.runtime.runtime import RuntimeBusy
 from actors.services import TeammateSpec
-from harness.model.scripted import ScriptedModel
+from harness.model.scripted import ScriptedModel, latest_input
+from harness.ports import ModelRequest, ModelResponse
 from mailboxes.events import Event
 from tests.actors.runtime.runtime_support import Events, runtime, stop_actors, team_repo
 
@@ -68,6 +69,18 @@ DAG_SCRIPT: dict[str, Any] = {
 }
 
 
+class HeardModel(ScriptedModel):
+    """The scripted model, keeping what each agent was given to read at each call."""
+
+    def __init__(self, script: dict[str, Any]) -> None:
+        super().__init__(script)
+        self.inputs: dict[str, list[str]] = {}
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        self.inputs.setdefault(request.agent, []).append(latest_input(request))
+        return super().complete(request)
+
+
 def events_of(root: Path, type_: str) -> list[Event]:
     from mailboxes.journal.store import FileJournal
 
@@ -82,7 +95,7 @@ def test_lead_spawns_three_teammates_that_drain_a_dag(
     tmp_path: Path, stop_actors: list[Any]
 ) -> None:
     root = team_repo(tmp_path)
-    model = ScriptedModel(DAG_SCRIPT)
+    model = HeardModel(DAG_SCRIPT)
     events = Events()
     rt = runtime(root, model, on_event=events)
     stop_actors.append(rt)
@@ -102,10 +115,12 @@ def test_lead_spawns_three_teammates_that_drain_a_dag(
     for tid, deps in {"task_4": ["task_1"], "task_5": ["task_2", "task_3"]}.items():
         claimed_at = order.index(("task.claimed", tid))
         assert all(order.index(("task.completed", d)) < claimed_at for d in deps)
-    # the lead heard from every teammate, with the task ids
+    # the lead heard from every teammate, with the task ids: each completion reached the lead's
+    # input as a status line naming the task, the teammate that completed it and its summary
     rt.stop()
-    notes = [e for e in events.of("tool_result")]
-    assert notes
+    heard = "\n".join(model.inputs["lead"])
+    for task in state.tasks.values():
+        assert f"- {task.id} {task.owner}: completed — did {task.id}" in heard, heard
     idle = [e for e in events.of("turn_end") if e["agent"] == "lead"]
     assert len(idle) >= 2
     assert model.unconsumed() == {}

@@ -143,3 +143,51 @@ def test_completing_a_planned_task_without_an_approval_is_named() -> None:
     assert check("no_write_before_plan_approval", f) == [
         "task_1 completed without an approved plan"
     ]
+
+
+def test_an_edit_before_the_approval_is_named_too() -> None:
+    use = ToolUseBlock(id="t1", name="edit_file", input={"path": "x.py"})
+    result = ToolResultBlock(tool_use_id="t1", content="Edited x.py", is_error=False)
+    writes = [Message(role="assistant", content=(use,)), Message(role="user", content=(result,))]
+    f = facts(PLANNED, {"rae": writes})
+    assert check("no_write_before_plan_approval", f) == ["rae wrote before approval: Edited x.py"]
+
+
+def test_a_teammate_without_a_plan_gate_may_write_at_once() -> None:
+    history = [spawned(2, "w1"), created(3, "task_1"), claimed(4, "task_1", "w1")]
+    f = facts([*history, completed(5, "task_1", "w1")], {"w1": turn(True, approved_first=False)})
+    assert check("no_write_before_plan_approval", f) == []
+
+
+def test_a_rejected_plan_is_no_approval() -> None:
+    review = ev(
+        5,
+        "plan.reviewed",
+        "lead",
+        approve=False,
+        feedback="no",
+        request_id="r",
+        reviewer="lead",
+        task_id="task_1",
+    )
+    f = facts([*PLANNED, review, completed(6, "task_1", "rae")], {"rae": []})
+    assert check("no_write_before_plan_approval", f) == [
+        "task_1 completed without an approved plan"
+    ]
+
+
+def test_a_task_completed_twice_is_named() -> None:
+    f = facts([*BASE, claimed(6, "task_1", "w1"), completed(7, "task_1", "w1")])
+    f = facts([*f.events[1:], claimed(8, "task_1", "w2", epoch=2), completed(9, "task_1", "w2", 2)])
+    assert check("single_claim_per_epoch", f) == ["task_1 completed twice (seq 9)"]
+
+
+def test_a_teammate_that_submitted_a_plan_is_gated_by_it() -> None:
+    history = [spawned(2, "w1"), created(3, "task_1"), claimed(4, "task_1", "w1")]
+    submitted = ev(
+        5, "plan.submitted", "w1", task_id="task_1", request_id="r", owner="w1", epoch=1, plan="p"
+    )
+    f = facts([*history, submitted], {"w1": turn(True, approved_first=False)})
+    assert check("no_write_before_plan_approval", f) == [
+        "w1 wrote before approval: Created x.py (0 bytes)"
+    ]

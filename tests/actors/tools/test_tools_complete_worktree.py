@@ -10,6 +10,7 @@ import pytest
 
 from actors.tools.toolsets import NO_HOOKS, lead_tools, teammate_tools
 from actors.worktrees.git import WorktreeError
+from actors.worktrees.messages import Shared
 from mailboxes.events import WorktreeBound, WorktreeCreated, draft
 from tests.actors.team_fakes import Driver, FakeTeam, make_team
 
@@ -29,6 +30,13 @@ class Recorder:
         if self.fail:
             raise WorktreeError("git commit failed: disk full")
         return self.commit
+
+    def share(self, name: str) -> Shared:
+        self.calls.append(("share", name, self.team.board.refresh().task("task_1").status))
+        return Shared(name, f"wt/{name}", self.commit or "b" * 40)
+
+    def sharing_warning(self) -> str | None:
+        return None
 
     def unlock(self, name: str) -> None:
         self.calls.append(("unlock", name, self.team.board.refresh().task("task_1").status))
@@ -66,6 +74,7 @@ def test_leftovers_are_committed_before_completion_then_the_worktree_is_unlocked
     assert text.startswith("Completed task_1. Your uncommitted changes were committed on wt/cart")
     assert ops.calls == [
         ("commit_all", "cart", "in_progress"),
+        ("share", "cart", "in_progress"),
         ("unlock", "cart", "completed"),
     ]
     assert ops.message.startswith("task_1: rename it\n") and "by ann" in ops.message
@@ -76,7 +85,7 @@ def test_nothing_left_to_commit_completes_quietly(team: FakeTeam) -> None:
     team.worktrees = ops  # type: ignore[attr-defined]
     ann = _bound_and_claimed(team)
     assert ann.ok("complete_task", task_id="task_1", summary="done") == "Completed task_1."
-    assert [c[0] for c in ops.calls] == ["commit_all", "unlock"]
+    assert [c[0] for c in ops.calls] == ["commit_all", "share", "unlock"]
 
 
 def test_a_failed_commit_refuses_the_completion(team: FakeTeam) -> None:

@@ -1,13 +1,19 @@
-"""The lead's team tools over a fake runtime (real journal, real Maildir)."""
+"""The lead's team tools: the board's over a fake runtime (real journal, real Maildir), what the
+runtime does (spawning, mail, shutdown, cron) over the real ``TeamRuntime``."""
 
 from __future__ import annotations
 
 import json
+import re
+import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from actors.runtime.runtime import TeamRuntime
 from actors.tools.toolsets import (
     LEAD_TOOL_NAMES,
     NO_HOOKS,
@@ -15,7 +21,13 @@ from actors.tools.toolsets import (
     lead_tools,
     teammate_tools,
 )
+from harness.ports import ModelRequest, ModelResponse, TextBlock
+from mailboxes.events import Event
+from mailboxes.messages import Envelope
+from tests.actors.runtime.runtime_support import stop_actors, team_repo
 from tests.actors.team_fakes import Driver, FakeTeam, make_team
+
+__all__ = ["stop_actors"]
 
 
 @pytest.fixture
@@ -76,15 +88,59 @@ def test_task_tool_errors_are_clean_tool_errors(lead: Driver) -> None:
     assert "Extra inputs" in lead.error("create_task", subject="x", owner="me")
 
 
-def test_spawn_and_list_teammates(team: FakeTeam, lead: Driver) -> None:
+# -- what the runtime does (spawning, mail, shutdown, cron): the real TeamRuntime -------------------
+
+
+class Held:
+    """The model of the real runtime below: every call waits until the test ends, so a spawned
+    teammate stays in its first turn and the messages sent to it stay unread."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        self.release.wait(60)
+        return ModelResponse(content=(TextBlock(text="OK."),), stop_reason="end_turn")
+
+
+@dataclass
+class Real:
+    rt: TeamRuntime
+    lead: Driver
+
+    def inbox(self, agent: str) -> list[Envelope]:
+        return self.rt.team.mailbox.pending(agent)
+
+    def events(self, kind: str) -> list[Event]:
+        return [e for e in self.rt.team.journal.read_from(1) if e.type == kind]
+
+
+@pytest.fixture
+def real(tmp_path: Path, stop_actors: list[Any]) -> Iterator[Real]:
+    root = team_repo(tmp_path)
+    model = Held()
+    rt = TeamRuntime(
+        root, model=model, jobs=False, worktrees=False, fsync_transcripts=False, scheduler=True
+    )
+    stop_actors.append(rt)
+    rt.start()
+    try:
+        yield Real(rt, Driver(lead_tools(rt.services, hooks=NO_HOOKS), "lead", root))
+    finally:
+        model.release.set()
+
+
+def test_spawn_and_list_teammates(real: Real) -> None:
+    lead, rt = real.lead, real.rt
     assert lead.ok("list_teammates") == "No teammates yet."
     lead.ok("create_task", subject="a")
     text = lead.ok(
         "spawn_teammate", name="ann", role="coder", prompt="do a", task_id="task_1", tools=["bash"]
     )
     assert text.startswith("Spawned teammate ann (role coder") and "working on task_1" in text
-    assert team.spawned[0].tools == ("bash",) and team.spawned[0].task_id == "task_1"
-    assert team.board.state.task("task_1").owner == "ann"
+    [spawned] = real.events("member.spawned")[1:]  # after the lead's own
+    assert (spawned.data["name"], spawned.data["tools"]) == ("ann", ["bash"])
+    assert rt.board.refresh().task("task_1").owner == "ann"
     lead.ok("spawn_teammate", name="bob", prompt="help", plan_required=True)
     rows = json.loads(lead.ok("list_teammates"))
     assert [(r["name"], r["task"], r["role"]) for r in rows] == [
@@ -92,42 +148,61 @@ def test_spawn_and_list_teammates(team: FakeTeam, lead: Driver) -> None:
         ("bob", None, "general"),
     ]
     assert {"status", "tokens_used", "last_activity_s_ago"} <= set(rows[0])
-    assert "already exists" in lead.error("spawn_teammate", name="ann", prompt="again")
+    assert lead.error("spawn_teammate", name="ann", prompt="again") == (
+        "team member 'ann' already exists"
+    )
     refused = lead.error("spawn_teammate", name="cy", prompt="x", task_id="task_1")
     assert "already claimed by ann" in refused
+    assert "cy" not in rt.board.refresh().members
     assert "invalid agent name" in lead.error("spawn_teammate", name="../x", prompt="x")
 
 
-def test_send_message_direct_broadcast_and_unknown(team: FakeTeam, lead: Driver) -> None:
+def test_send_message_direct_broadcast_and_unknown(real: Real) -> None:
+    lead = real.lead
     lead.ok("spawn_teammate", name="ann", prompt="p")
     lead.ok("spawn_teammate", name="bob", prompt="p")
     assert lead.ok("send_message", to="ann", text="hello").startswith("Message delivered to ann")
     assert lead.ok("send_message", to="*", text="standup") == ("Broadcast delivered to ann, bob.")
-    [hello, standup] = team.inbox("ann")
+    [hello, standup] = real.inbox("ann")
     assert (hello.sender, hello.type, hello.text) == ("lead", "message", "hello")
     assert (standup.type, standup.text) == ("broadcast", "standup")
-    assert [m.text for m in team.inbox("bob")] == ["standup"]
-    assert team.inbox("lead") == []
+    assert [m.text for m in real.inbox("bob")] == ["standup"]
+    assert real.inbox("lead") == []
     assert "unknown recipient 'zed'" in lead.error("send_message", to="zed", text="hi")
     assert "yourself" in lead.error("send_message", to="lead", text="hi")
 
 
-def test_request_shutdown_sends_the_request(team: FakeTeam, lead: Driver) -> None:
+def test_request_shutdown_sends_the_request(real: Real) -> None:
+    lead = real.lead
     lead.ok("spawn_teammate", name="ann", prompt="p")
     text = lead.ok("request_shutdown", name="ann")
-    [msg] = team.inbox("ann")
+    [msg] = real.inbox("ann")
     assert msg.type == "shutdown_request" and msg.body["request_id"] in text
-    assert team.events("shutdown.requested")[0].data["name"] == "ann"
-    assert "unknown team member 'zed'" in lead.error("request_shutdown", name="zed")
+    assert (
+        msg.text == "lead asks you to shut down: finish your step, release or complete your task."
+    )
+    assert real.events("shutdown.requested")[0].data["name"] == "ann"
+    assert lead.error("request_shutdown", name="zed") == "unknown team member 'zed'"
+    assert lead.error("request_shutdown", name="lead") == "you cannot request your own shutdown"
 
 
-def test_cron_tools(team: FakeTeam, lead: Driver) -> None:
+def test_cron_tools(real: Real) -> None:
+    lead = real.lead
     assert lead.ok("list_crons") == "No cron jobs scheduled."
     text = lead.ok("schedule_cron", cron="*/5 * * * *", prompt="check the build")
-    assert text == "Scheduled recurring cron cron_1; next fire soon."
-    rows = json.loads(lead.ok("list_crons"))
-    assert rows[0]["prompt"] == "check the build" and rows[0]["recurring"] is True
-    assert team.crons["cron_1"].owner == "lead"
-    assert "bad cron expression" in lead.error("schedule_cron", cron="* *", prompt="x")
-    assert lead.ok("cancel_cron", cron_id="cron_1") == "Cancelled cron cron_1."
-    assert "unknown cron job" in lead.error("cancel_cron", cron_id="cron_1")
+    assert re.fullmatch(r"Scheduled recurring cron (cron_\w+); next fire .+\.", text), text
+    [row] = json.loads(lead.ok("list_crons"))
+    assert row["prompt"] == "check the build" and row["recurring"] is True
+    assert row["cron"] == "*/5 * * * *" and text.split()[3].rstrip(";") == row["cron_id"]
+    [scheduled] = real.events("cron.scheduled")
+    assert (scheduled.actor, scheduled.data["cron_id"]) == ("lead", row["cron_id"])
+    assert lead.error("schedule_cron", cron="* *", prompt="x") == (
+        "cron expression '* *' has 2 fields; expected 5 (minute hour day-of-month month day-of-week)"
+    )
+    cron_id = row["cron_id"]
+    assert lead.ok("cancel_cron", cron_id=cron_id) == f"Cancelled cron {cron_id}."
+    assert lead.ok("list_crons") == "No cron jobs scheduled."
+    # cancelling it again changes nothing (one cron.cancelled); an id never scheduled is an error
+    assert lead.ok("cancel_cron", cron_id=cron_id) == f"Cancelled cron {cron_id}."
+    assert [e.data["cron_id"] for e in real.events("cron.cancelled")] == [cron_id]
+    assert lead.error("cancel_cron", cron_id="cron_nope") == "unknown cron job 'cron_nope'"

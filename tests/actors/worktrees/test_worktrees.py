@@ -51,7 +51,13 @@ def test_bad_names_are_refused(env: Env, name: str) -> None:
 
 
 def test_sixty_four_characters_is_fine(env: Env) -> None:
-    env.wt.create("x" * 64, env.task())
+    name = "x" * 64
+    tid = env.task()
+    made = env.wt.create(name, tid)
+    path = env.root / ".worktrees" / name
+    assert (made.path, made.branch) == (str(path), f"wt/{name}")
+    assert git(path, "rev-parse", "--abbrev-ref", "HEAD") == f"wt/{name}"
+    assert env.team.board.refresh().task(tid).worktree == name
 
 
 def test_existing_branch_or_path_is_refused(env: Env) -> None:

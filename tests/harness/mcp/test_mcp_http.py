@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import socket
+import re
 import subprocess
 import sys
 import threading
@@ -17,34 +17,35 @@ from harness.mcp.tools import render_result
 from tests.harness.mcp_servers import BASIC
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+_LISTENING = re.compile(r"Uvicorn running on http://127\.0\.0\.1:(\d+)")
 
 
 @pytest.fixture
 def http_server() -> Iterator[int]:
-    port = free_port()
+    """The server binds port 0 itself (no free-port probe to race) and logs the port it got."""
     proc = subprocess.Popen(
-        [sys.executable, str(BASIC), "--http-port", str(port)],
+        [sys.executable, str(BASIC), "--http-port", "0"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
     )
     listening = threading.Event()
+    ports: list[int] = []
 
     def watch() -> None:
         assert proc.stderr is not None
         for line in proc.stderr:
-            if "Uvicorn running" in line or "Application startup complete" in line:
+            found = _LISTENING.search(line)
+            if found and not listening.is_set():
+                ports.append(int(found.group(1)))
                 listening.set()
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     try:
         assert listening.wait(timeout=30), "the HTTP MCP server did not start"
-        yield port
+        assert ports[0] != 0
+        yield ports[0]
     finally:
         proc.terminate()
         proc.wait(timeout=10)

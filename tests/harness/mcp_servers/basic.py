@@ -125,7 +125,12 @@ def main() -> None:
     parser.add_argument("--slow-start", type=float, default=0.0)
     parser.add_argument("--crash-on-start", action="store_true")
     parser.add_argument("--env-tool", action="store_true")
-    parser.add_argument("--http-port", type=int, default=0, help="serve streamable HTTP instead")
+    parser.add_argument(
+        "--http-port",
+        type=int,
+        default=None,
+        help="serve streamable HTTP instead (0: a free port, logged as 'Uvicorn running on URL')",
+    )
     opts = parser.parse_args()
     if opts.crash_on_start:
         print("cannot start: configuration broken", file=sys.stderr, flush=True)
@@ -133,7 +138,7 @@ def main() -> None:
     if opts.slow_start:
         time.sleep(opts.slow_start)
     server = build(opts.many, opts.collide, opts.env_tool)
-    if opts.http_port:
+    if opts.http_port is not None:
         server.run("streamable-http", host="127.0.0.1", port=opts.http_port)
     else:
         server.run()

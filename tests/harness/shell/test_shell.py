@@ -108,6 +108,22 @@ def test_words_mark_runtime_parts() -> None:
     assert cmd.words() == ("git", "push", None, "main")
 
 
-@pytest.mark.parametrize("command", ["", "   ", "\x00", "'unterminated", "(((", "\\"])
-def test_any_input_is_analysed_without_raising(command: str) -> None:
-    analyse(command)
+@pytest.mark.parametrize(
+    ("command", "problems"),
+    [
+        ("", ()),
+        ("   ", ()),
+        (
+            "\x00",
+            ("the command contains a NUL byte", "the shell syntax could not be parsed completely"),
+        ),
+        ("'unterminated", ("the shell syntax could not be parsed completely",)),
+        ("(((", ("the shell syntax could not be parsed completely",)),
+        ("\\", ("the shell syntax could not be parsed completely",)),
+    ],
+)
+def test_any_input_is_analysed_without_raising(command: str, problems: tuple[str, ...]) -> None:
+    """Nothing to run is found in it, and what cannot be parsed is a problem (the permission
+    layer asks instead of allowing)."""
+    found = analyse(command)
+    assert (found.command, found.commands, found.problems) == (command, (), problems)

