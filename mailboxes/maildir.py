@@ -185,10 +185,11 @@ class Maildir:
     ) -> list[Envelope]:
         check_agent_name(sender)
         targets: list[tuple[MessageDraft, str]] = []
+        base = os.fspath(self.root)  # plain strings: pathlib costs more than the stat
         for draft in drafts:
             if draft.to == BROADCAST:
                 targets.extend((draft, agent) for agent in self.agents() if agent != sender)
-            elif (self.inbox(draft.to) / "new").is_dir():
+            elif os.path.isdir(f"{base}/{check_agent_name(draft.to)}/new"):
                 targets.append((draft, draft.to))
             else:
                 raise UnknownRecipient(draft.to, self.agents())

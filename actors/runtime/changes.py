@@ -48,11 +48,12 @@ class Changes:
         self._decisions = decisions
         self._rescan_s = rescan_s
         self._seen_seq = 0
+        self._emitted_seq = 0
         self._watcher: Watcher | None = None
 
     def start(self, seen_seq: int) -> None:
         """Watch the inboxes and the journal; journal events up to ``seen_seq`` are known."""
-        self._seen_seq = seen_seq
+        self._seen_seq = self._emitted_seq = seen_seq
         self._watcher = self._team.watch(self._on_hints, self._rescan_s)
         self._watcher.start()
 
@@ -67,9 +68,9 @@ class Changes:
         if not self._events.wanted:
             return
         try:
-            for event in self._team.journal.read_from(self._seen_seq + 1):
+            for event in self._team.journal.read_from(max(self._seen_seq, self._emitted_seq) + 1):
                 self._emit(event)
-                self._seen_seq = event.seq
+                self._seen_seq = self._emitted_seq = event.seq
         except Exception:  # the stream is best effort; the journal has them all
             return
 
@@ -110,8 +111,11 @@ class Changes:
             rid = str(event.data.get("request_id", ""))
             if event.type == "shutdown.requested" and rid.startswith(FORCE_PREFIX):
                 self._members.member_done(str(event.data.get("name")), "forced")
-            if self._events.wanted:
+            if self._events.wanted and event.seq > self._emitted_seq:
+                # The read may go past the refreshed state (others appended meanwhile): the
+                # next read starts at the state's seq again, and must not emit these twice.
                 self._emit(event)
+                self._emitted_seq = event.seq
         self._seen_seq = state.seq
         if changed:
             self._decisions.scan()

@@ -124,9 +124,11 @@ class MemberHosting:
             body = MemberStatusChanged(name=name, status=status, reason=reason)
             return [draft(body.TYPE, name, body)]
 
-        self.board.execute(decision)
+        _state, appended = self.board.execute(decision)
         self.emit({"type": "status", "agent": name, "status": status, "reason": reason})
         self._roster.notify()
+        if appended and name != self._lead:  # the lead may hold notices until this change
+            self.tell(self._lead, BoardChanged())
 
     def set_busy(self, name: str, busy: bool) -> None:
         self._roster.set_busy(name, busy)
@@ -396,23 +398,29 @@ class MemberHosting:
         self._roster.notify()
         return True
 
-    def pause_member(self, name: str, reason: str, *, timeout_s: float = 10.0) -> bool:
+    def pause_members(self, names: list[str], reason: str, *, timeout_s: float = 10.0) -> list[str]:
         """The runtime stops politely (Ctrl-C, SIGTERM, ``/quit``, the end of a headless run):
-        stop the actor but keep the member. Its claim, transcript and unread mail stay; it is
-        recorded as ``paused`` while its lease is still held, so no reaper ever sees a free lease
-        on a claim that is meant to wait for ``teamctl resume`` (docs/RELIABILITY.md, "Stop and
-        resume"). False when it is not hosted here (or already stopped)."""
-        hosted = self._roster.end(name)
-        if hosted is None:
-            return False
-        self._halt(hosted, timeout_s)
+        stop the actors but keep the members. Their claims, transcripts and unread mail stay;
+        every actor is stopped first (in ``names``' order), then all are recorded ``paused`` in
+        ONE journal commit while their leases are still held, so no reaper ever sees a free
+        lease on a claim meant to wait for ``teamctl resume`` (docs/RELIABILITY.md, "Stop and
+        resume"); then the leases are freed. Returns the members paused (those hosted here and
+        not stopped yet)."""
+        ended = [(name, h) for name in names if (h := self._roster.end(name)) is not None]
         try:
-            self.journal(MemberStatusChanged(name=name, status=PAUSED, reason=reason), actor=name)
+            for _name, hosted in ended:
+                with contextlib.suppress(Exception):  # one stuck actor must not keep the others
+                    self._halt(hosted, timeout_s)
+            bodies = [MemberStatusChanged(name=n, status=PAUSED, reason=reason) for n, _ in ended]
+            if bodies:
+                self.board.execute(lambda state: [draft(b.TYPE, b.name, b) for b in bodies])
         finally:
-            hosted.lease.close()
-        self.emit({"type": "status", "agent": name, "status": PAUSED, "reason": reason})
+            for _name, hosted in ended:
+                hosted.lease.close()
+        for name, _hosted in ended:
+            self.emit({"type": "status", "agent": name, "status": PAUSED, "reason": reason})
         self._roster.notify()
-        return True
+        return [name for name, _hosted in ended]
 
     def finish_stops(self, timeout_s: float) -> None:
         """Wait (bounded) for the members stopping on their own to be recorded as stopped

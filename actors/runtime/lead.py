@@ -17,10 +17,11 @@ It is woken when it has something to decide (docs/ARCHITECTURE.md, "Fewer model 
   while ``notify_window_s`` runs from the first of them (a timer; 0 by default: no fixed delay)
   and while a teammate is at work (``team_at_work``: an agent teammate ``working`` or
   ``starting`` on a task in progress, or hosted in this process with a turn going — every such
-  turn ends with a notice, and its status is journaled before that notice is sent). Held
-  notices are looked at again on the next mail and whenever the board changes (the lead hears
-  ``BoardChanged`` like the teammates), so a completion that leaves other tasks running wakes
-  nobody, and the change that leaves nobody at work wakes the lead at once with all of them;
+  turn ends with a notice, sent before its status turns ``idle``). Held notices are looked at
+  again on the next mail and whenever the board changes (the lead hears ``BoardChanged`` like
+  the teammates, and at once when a teammate's status changes in this process), so a completion
+  that leaves other tasks running wakes nobody, and the change that leaves nobody at work wakes
+  the lead at once with all of them;
 - any other mail (a message or question, an error, a failed or abandoned task, a plan or
   permission request, a job result, a shutdown answer, a cron prompt) is delivered at once,
   together with every notice held until then;

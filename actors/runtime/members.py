@@ -94,10 +94,17 @@ def anthropic_models(
 ) -> ModelFactory:
     """One ``AnthropicModel`` per agent (the SDK is imported on the first call), all sharing
     one ``BackoffGate``: a 429/529 told to one agent makes every agent wait. ``on_wait`` gets a
-    ``model_wait`` event for every long wait of a client (docs/RELIABILITY.md, no silent waits)."""
+    ``model_wait`` event for every long wait of a client (docs/RELIABILITY.md, no silent waits).
+    They share one SDK client too (each sets its own retries and timeouts on it): one TLS
+    context and one connection pool, so spawning a teammate neither loads the CA bundle again
+    (tens of ms on its critical path) nor opens a new connection for its first call."""
+    import threading
+
     from harness.model.backoff import BackoffGate
 
     gate = BackoffGate()
+    shared: list[Any] = []  # the SDK client, made by the first agent's ``make``
+    lock = threading.Lock()
 
     def make(agent: str, model: str) -> ModelClient:
         base = os.environ.get("ANTHROPIC_BASE_URL", "")
@@ -105,13 +112,21 @@ def anthropic_models(
             r"https?://(127\.|localhost|\[::1\])", base
         ):
             os.environ["ANTHROPIC_API_KEY"] = "fake-api-key"  # a local fake API needs no key
+        import anthropic
+
         from harness.model.anthropic_client import AnthropicModel
 
         def waiting(wait: Any) -> None:
             if on_wait is not None:
                 on_wait({"type": "model_wait", **wait.as_event(), "message": wait.line()})
 
-        return AnthropicModel(model, fallback_model=fallback, gate=gate, on_wait=waiting)
+        with lock:
+            if not shared:
+                shared.append(anthropic.Anthropic())
+        client = shared[0]
+        return AnthropicModel(
+            model, fallback_model=fallback, client=client, gate=gate, on_wait=waiting
+        )
 
     return make
 

@@ -453,9 +453,8 @@ class TeamRuntime:
         self.decisions.refuse_all(RUNTIME, "the team is stopping")
         self.hosting.interrupt(names)  # all first, so that they wind down in parallel
         self.background.kill_jobs()
-        for name in names:
-            with contextlib.suppress(Exception):
-                self.hosting.pause_member(name, reason, timeout_s=self._shutdown_timeout_s)
+        with contextlib.suppress(Exception):  # one journal commit for all (docs/RELIABILITY.md)
+            self.hosting.pause_members(names, reason, timeout_s=self._shutdown_timeout_s)
         self.hosting.finish_stops(timeout_s=self._shutdown_timeout_s)
         with contextlib.suppress(Exception):
             self.worktrees.stop()
@@ -496,6 +495,8 @@ class TeamRuntime:
         for task in state.ready():  # one its teammate gave up on waits for another taker
             if self.roster.could_take(task.id, task.role):
                 return False
+        if self._joined_elsewhere_busy(state):
+            return False
         return not self.background.busy()
 
     def _joined_elsewhere_busy(self, state: TeamState) -> bool:

@@ -11,7 +11,8 @@ directory. A turn that ends runs the ``TeammateIdle`` hook (exit 2 = keep workin
 feedback, at most ``MAX_IDLE_HOOK_ROUNDS`` times in a row), then sends an ``idle_notification`` to the lead carrying the final text and task
 id, and the task's ``summary`` when it completed it; it is sent once the teammate has looked for
 its next task (claimed and started it, or found none), so the lead reading it sees who is still
-at work (``actors.runtime.lead``). A turn may end with the ``complete_task`` (or
+at work (``actors.runtime.lead``), and before its status turns ``idle``: that change is what wakes
+a lead holding status notices, this one among them. A turn may end with the ``complete_task`` (or
 ``release_task``, ``submit_plan``) call itself, without a closing model call (terminal tools,
 ``harness.loop``): the final text is then what the model wrote next to that call. While IDLE it wakes on its inbox and on the board changing, and claims the lowest-id ready task
 its role may take (``Board.claim_next``, atomic across processes). When the host runs with
@@ -509,8 +510,11 @@ class Teammate(AgentActor):
                 return
         held = self._held()
         waiting = held is not None and held.plan.status == "submitted"
-        self._set("waiting_plan_approval" if waiting else "idle")
+        # The notice first, then the status: a lead reading the notice still sees this teammate
+        # at work and holds it; the status change that follows wakes it with every notice at
+        # once (``actors.runtime.lead``), never with all but this one.
         self._notify()
+        self._set("waiting_plan_approval" if waiting else "idle")
         self._arm_idle()
 
     def on_board_changed(self) -> None:

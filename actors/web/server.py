@@ -1,7 +1,8 @@
 """Running the dashboard: bind, print the tokened URL, open a browser, serve until Ctrl-C.
 
 The socket is bound before anything is printed, so the first stdout line names the real port
-(``--port 0`` picks a free one). uvicorn handles SIGINT and SIGTERM: it stops accepting, ends
+(``--port 0`` picks a free one); it is printed once uvicorn listens with its signal handlers
+installed, so a Ctrl-C at any time after it stops the server cleanly. uvicorn handles SIGINT and SIGTERM: it stops accepting, ends
 the open event streams and the watcher, then re-raises the signal, which the CLI reports as
 ``interrupted`` (exit 130) without a traceback.
 """
@@ -62,16 +63,27 @@ def serve(
     try:
         access = Access(new_token(), host, sock.getsockname()[1])
         app = build_app(dashboard, access)
-        out.write(access.url() + "\n")
-        out.flush()
-        warning = exposure_warning(host)
-        if warning is not None:
-            err.write(warning + "\n")
-            err.flush()
-        if open_browser and can_open_browser(os.environ):
-            import webbrowser
 
-            threading.Thread(target=webbrowser.open, args=(access.url(),), daemon=True).start()
+        def announce() -> None:
+            out.write(access.url() + "\n")
+            out.flush()
+            warning = exposure_warning(host)
+            if warning is not None:
+                err.write(warning + "\n")
+                err.flush()
+            if open_browser and can_open_browser(os.environ):
+                import webbrowser
+
+                threading.Thread(target=webbrowser.open, args=(access.url(),), daemon=True).start()
+
+        class _Server(uvicorn.Server):
+            async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+                # The URL goes out once the server listens with its signal handlers in place:
+                # a Ctrl-C right after it then stops the server cleanly (no half-made loop).
+                await super().startup(sockets=sockets)
+                if self.started:
+                    announce()
+
         config = uvicorn.Config(
             app,
             log_level="warning",
@@ -80,6 +92,6 @@ def serve(
             timeout_graceful_shutdown=GRACEFUL_S,
             server_header=False,
         )
-        uvicorn.Server(config).run(sockets=[sock])
+        _Server(config).run(sockets=[sock])
     finally:
         sock.close()

@@ -524,14 +524,14 @@ def _read_only_check(
         if sub == "remote" and all(f == "-v" for f in flags):
             return True, cwd, ok
         return False, cwd, ok
+    forbidden = _FORBIDDEN.get(name, frozenset())  # before _PURE: `date --set` is no read
+    if any(w.dynamic is False and w.text.split("=", 1)[0] in forbidden for w in args):
+        return False, cwd, ok
     if name in _PURE:
         if name == "command" and not any(w.text in ("-v", "-V") for w in args[:1]):
             return False, cwd, ok
         return True, cwd, ok
     if name not in _READERS:
-        return False, cwd, ok
-    forbidden = _FORBIDDEN.get(name, frozenset())
-    if any(w.dynamic is False and w.text.split("=", 1)[0] in forbidden for w in args):
         return False, cwd, ok
     return True, cwd, _args_verdict(perms, name, args, root, cwd, ok)
 
@@ -636,7 +636,8 @@ def _git_writes_config(args: tuple[Word, ...]) -> str | None:
     why = "rewrites git configuration, which agents may not change (it can run commands later)"
     if sub == "config":
         return None if any(r.split("=", 1)[0] in _GIT_CONFIG_READS for r in rest) else why
-    if sub in _GIT_CONFIG_WRITERS and rest and rest[0] in _GIT_CONFIG_WRITERS[sub]:
+    action = next((r for r in rest if not r.startswith("-")), None)  # `git remote -v add`
+    if sub in _GIT_CONFIG_WRITERS and action in _GIT_CONFIG_WRITERS[sub]:
         return f"git {sub}: {why}"
     if sub == "branch" and any(
         r.split("=", 1)[0] in ("-u", "--set-upstream-to", "--unset-upstream") for r in rest

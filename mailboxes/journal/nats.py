@@ -199,6 +199,8 @@ against the new leader, so writes resume soon after an election (docs/SCALE-OUT.
 OPEN_DEADLINE = 60.0
 """Seconds a store keeps asking for its stream or bucket while the cluster cannot answer yet
 (a leader election, or every server just restarted) before ``NatsUnavailable``."""
+READ_DEADLINE = 30.0
+"""How long a read keeps asking a cluster that does not answer (leader election, overload)."""
 
 
 async def until_answered(make: Callable[[], Awaitable[T]], what: str, deadline: float) -> T:
@@ -768,7 +770,12 @@ class NatsEventStore:
     async def _last_stored(self, js: JetStreamContext | None) -> int:
         """The stream's last sequence, as its leader knows it."""
         assert js is not None
-        info = await js.stream_info(self.stream)
+        # A busy or electing cluster may miss one request: ask again (bounded), and never let a
+        # raw client timeout reach a command (NatsUnavailable is one line).
+        stream = self.stream
+        info = await until_answered(
+            lambda: js.stream_info(stream), f"stream {stream}", READ_DEADLINE
+        )
         return int(info.state.last_seq or 0)
 
     async def _publish(self, payload: bytes, headers: dict[str, str]) -> Any:

@@ -8,10 +8,13 @@ its parent's). A per-instance mutex orders this instance's threads before they r
 A process that finds the flock busy first queues on ``.team/journal.gate`` (another flock), so
 each release wakes the one process next in line instead of all of them.
 
-Under the lock an append catches up on lines other writers added since our offset (validating
-every one, once), asks ``decide`` for drafts against them, writes whole lines with one
-``os.write`` loop, fdatasyncs, runs ``on_commit`` and only then unlocks and returns
-(acknowledges).
+A process next in line (holding the gate) decodes the lines other writers added meanwhile before
+it blocks on the journal flock; under the lock an append catches up on lines added since our
+offset (validating every one: a line decoded earlier by this journal — while queued, by a read —
+is reused only if its bytes at that offset are still the same, decoding being a pure function of
+the bytes and the seq; reads reuse decodings the same way), asks ``decide`` for drafts against
+them, writes whole lines with one ``os.write`` loop, fdatasyncs, runs ``on_commit`` and only then
+unlocks and returns (acknowledges).
 
 Recovery: a torn or bad-CRC *last* line (a writer died mid-write) is truncated under the lock and
 a ``journal.tail_repaired`` event appended; a bad line anywhere else raises ``JournalCorrupt``
@@ -44,6 +47,7 @@ import zlib
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from itertools import islice
 from pathlib import Path
 
 from mailboxes.errors import JournalCorrupt, WriteFailed
@@ -60,6 +64,8 @@ GATE_NAME = "journal.gate"
 INDEX_NAME = "journal.idx"
 INDEX_EVERY = 4096
 """Appended events between two index checkpoints (``journal.idx``)."""
+DECODED_MAX = 4096
+"""Recently decoded lines kept per journal (the oldest half is dropped beyond this)."""
 _INDEX_FORMAT = 1
 
 log = logging.getLogger(__name__)
@@ -129,6 +135,10 @@ class FileJournal:
         self._offsets = array("q")  # byte offset of seq n at index n - 1
         self._end = 0  # byte offset just past the last validated line
         self._by_op_id: dict[str, int] = {}
+        # offset -> (line, event) of recently decoded or written lines: a read or a catch-up
+        # reuses an entry only if the line at that offset is still byte for byte the same.
+        self._decoded: dict[int, tuple[bytes, Event]] = {}
+        self._decoded_lock = threading.Lock()
         self.index_path = self.team_dir / INDEX_NAME
         self._indexed = 0  # the seq the last loaded or saved index checkpoint covers
         self._closed = False
@@ -250,6 +260,35 @@ class FileJournal:
             return
         self._indexed = seq
 
+    def _prefetch(self) -> None:
+        """Decode, without the lock, what other writers appended, so the catch-up under the lock
+        finds those lines decoded and only checks that their bytes are unchanged (the critical
+        section then decodes only what the last holder wrote)."""
+        try:
+            for _event in self.read_from(len(self._offsets) + 1):
+                pass
+        except (JournalCorrupt, OSError):
+            return  # the catch-up under the lock reports or repairs it
+
+    def _remember(self, offset: int, raw: bytes, event: Event) -> None:
+        with self._decoded_lock:
+            decoded = self._decoded
+            decoded[offset] = (raw, event)
+            if len(decoded) > DECODED_MAX:
+                for stale in list(islice(decoded, len(decoded) - DECODED_MAX // 2)):
+                    del decoded[stale]
+
+    def _decode(self, offset: int, raw: bytes, line_no: int) -> Event:
+        """The event on the line (without its newline) at ``offset`` that must hold seq
+        ``line_no``, or ``BadLine``: an earlier decoding of the very same bytes when there is one
+        (decoding is a pure function of the line and its seq, so this validates as much)."""
+        known = self._decoded.get(offset)
+        if known is not None and known[0] == raw and known[1].seq == line_no:
+            return known[1]
+        event = decode_event(raw, line_no)
+        self._remember(offset, raw, event)
+        return event
+
     def _checkpoint(self) -> None:
         if not self.read_only and len(self._offsets) - self._indexed >= INDEX_EVERY:
             self.save_index()
@@ -353,6 +392,7 @@ class FileJournal:
         gate = os.open(self.gate_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(gate, fcntl.LOCK_EX)
+            self._prefetch()  # next in line: decode the others' lines while the holder works
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
         finally:
             os.close(gate)
@@ -372,7 +412,7 @@ class FileJournal:
             try:
                 if not complete:
                     raise BadLine("last line has no newline (torn write)", torn=True)
-                event = decode_event(raw, line_no)
+                event = self._decode(offset, raw, line_no)
             except BadLine as exc:
                 is_last = offset + len(raw) + 1 >= size
                 if not (is_last and exc.torn):
@@ -451,9 +491,9 @@ class FileJournal:
         """Validated events from ``seq`` up to byte ``end`` (already indexed lines)."""
         if seq > len(self._offsets):
             return
-        for _offset, raw, _complete in iter_lines(fd, self._offsets[seq - 1], end):
+        for offset, raw, _complete in iter_lines(fd, self._offsets[seq - 1], end):
             try:
-                yield decode_event(raw, seq)
+                yield self._decode(offset, raw, seq)
             except BadLine as exc:  # indexed lines were good: someone rewrote the file
                 raise JournalCorrupt(str(self.path), seq, exc.reason) from None
             seq += 1
@@ -469,7 +509,7 @@ class FileJournal:
                 try:
                     if not complete:
                         return  # being written, or torn: the next append repairs it
-                    event = decode_event(raw, seq)
+                    event = self._decode(offset, raw, seq)
                 except BadLine as exc:
                     if offset + len(raw) + 1 >= size and exc.torn:
                         return

@@ -8,24 +8,31 @@ the real ``teamctl`` in subprocesses.
    restarts on the same store every task is still completed in both.
 2. A headless team run in clone one with a teammate joined from clone two (``teamctl join``):
    the team completes its tasks, and clone one's main after ``teamctl worktree merge`` holds the
-   commit made in clone two (its branch travelled through the shared bare remote).
+   commit made in clone two (its branch travelled through the shared bare remote). w2 holds its
+   task until all clone one hosts is at rest, so the run must wait for a teammate hosted
+   elsewhere; the last test checks that rule of ``TeamRuntime.is_idle`` without timing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 import pytest
 
+from tests.actors.runtime.runtime_support import stop_actors
 from tests.e2e.team_support import model_env, teamctl, write_script
 from tests.support.nats_server import NatsServer, running_server
+
+__all__ = ["stop_actors"]
 
 TASKS = 12
 WORKERS_PER_CLONE = 4
@@ -172,50 +179,65 @@ def test_two_clones_drain_twelve_tasks_with_eight_racing_cli_processes(
 # --- 2. a headless run in clone one, a teammate joined from clone two ---------------------------
 
 
-def _worker_rules(name: str) -> list[dict[str, Any]]:
+GATE = "gate"
+"""The FIFO w2 waits on, in its task's worktree (the bash sandbox confines it there)."""
+GATE_WAIT = f"while [ ! -p {GATE} ]; do sleep 0.05; done; cat {GATE}; rm {GATE}"
+
+
+def _worker_rules(name: str, *, gated: bool = False) -> list[dict[str, Any]]:
     """Teammate ``name`` (w1 in clone one, w2 in clone two): each task is a file written in the
     task's worktree, then ``complete_task`` (which commits it and pushes the branch to the
-    shared remote)."""
+    shared remote). ``gated``, it first waits, in a ``bash`` call, until the test writes
+    ``released TASK`` into the FIFO ``GATE`` of its worktree."""
+    work = [
+        {"name": "write_file", "input": {"path": "{id}.txt", "content": f"{{id}} by {name}\n"}},
+        {"name": "complete_task", "input": {"task_id": "{id}", "summary": "wrote {id}.txt"}},
+    ]
+    claimed = r"You now hold task (?P<id>task_\d+) \(claim"
+    if not gated:
+        rules: list[dict[str, Any]] = [{"match": claimed, "tool_uses": work}]
+    else:
+        rules = [
+            {
+                "match": claimed,
+                "tool_uses": [{"name": "bash", "input": {"command": GATE_WAIT}}],
+            },
+            {"match": r"released (?P<id>task_\d+)", "tool_uses": work},
+        ]
     return [
-        {
-            "match": r"You now hold task (?P<id>task_\d+) \(claim",
-            "tool_uses": [
-                {
-                    "name": "write_file",
-                    "input": {"path": "{id}.txt", "content": f"{{id}} by {name}\n"},
-                },
-                {
-                    "name": "complete_task",
-                    "input": {"task_id": "{id}", "summary": "wrote {id}.txt"},
-                },
-            ],
-        },
+        *rules,
         {"match": "(?s).", "text": "OK.", "priority": -1},
         {"match": "^$", "text": "OK.", "priority": -2},
     ]
 
 
-SHOP_SCRIPT: dict[str, Any] = {
-    "agents": {
-        "lead": {
-            "rules": [
-                {
-                    "match": "^Build the shop",
-                    "text": "Splitting the work.",
-                    "tool_uses": [
-                        {"name": "create_task", "input": {"subject": "cart", "role": "general"}},
-                        {"name": "create_task", "input": {"subject": "till", "role": "remote"}},
-                        {"name": "spawn_teammate", "input": {"name": "w1", "prompt": "Work."}},
-                    ],
-                },
-                {"match": "(?s).", "text": "Noted.", "priority": -1},
-                {"match": "^$", "text": "Noted.", "priority": -2},
-            ]
-        },
-        "w1": {"rules": _worker_rules("w1")},
-        "w2": {"rules": _worker_rules("w2")},
+def _shop_script() -> dict[str, Any]:
+    return {
+        "agents": {
+            "lead": {
+                "rules": [
+                    {
+                        "match": "^Build the shop",
+                        "text": "Splitting the work.",
+                        "tool_uses": [
+                            {
+                                "name": "create_task",
+                                "input": {"subject": "cart", "role": "general"},
+                            },
+                            {"name": "create_task", "input": {"subject": "till", "role": "remote"}},
+                            {"name": "spawn_teammate", "input": {"name": "w1", "prompt": "Work."}},
+                        ],
+                    },
+                    {"match": "(?s).", "text": "Noted.", "priority": -1},
+                    {"match": "^$", "text": "Noted.", "priority": -2},
+                ]
+            },
+            "w1": {"rules": _worker_rules("w1")},
+            # w2 (clone two) holds its task until all that clone one hosts is idle: the run
+            # must wait for a teammate hosted elsewhere that holds a task.
+            "w2": {"rules": _worker_rules("w2", gated=True)},
+        }
     }
-}
 
 
 class _Lines:
@@ -250,6 +272,47 @@ class _Lines:
         return "\n".join(self.lines)
 
 
+def _release_when_clone_one_rests(server: NatsServer, gate: Path) -> None:
+    """Once w1 (clone one) has completed task_1 and both it and the lead are idle, everything
+    clone one hosts is at rest: write ``released task_2`` into ``gate`` for w2 (clone two).
+    Polls the team's stream (bounded) for that moment."""
+    from mailboxes.journal.nats import NatsEventStore
+
+    deadline = time.monotonic() + 120
+    store = NatsEventStore(server.url, "shop")
+    try:
+        events: list[Any] = []
+        while time.monotonic() < deadline:
+            try:
+                events += store.read_from(len(events) + 1)
+            except TimeoutError:  # a request slower than its timeout on a loaded machine
+                continue
+            status = {
+                e.data["name"]: e.data["status"]
+                for e in events
+                if e.type == "member.status_changed"
+            }
+            done = any(e.type == "task.completed" and e.data["task_id"] == "task_1" for e in events)
+            if done and status.get("w1") == status.get("lead") == "idle":
+                break
+            time.sleep(0.05)  # polling interval of a bounded wait on the stream
+        else:
+            return
+    finally:
+        store.close()
+    os.mkfifo(gate)  # w2 holds task_2, so its worktree exists
+    with gate.open("w") as fifo:  # blocks until w2's ``cat`` reads (or ``_open_gate``)
+        fifo.write("released task_2\n")
+
+
+def _open_gate(gate: Path) -> None:
+    """Unblock both ends of ``gate``: a writer waiting for a reader, a reader waiting for a
+    writer."""
+    for flags in (os.O_RDONLY, os.O_WRONLY):
+        with contextlib.suppress(OSError):  # no one at the other end
+            os.close(os.open(gate, flags | os.O_NONBLOCK))
+
+
 def test_a_headless_run_with_a_teammate_joined_from_another_clone_merges_its_commit(
     tmp_path: Path, server: NatsServer
 ) -> None:
@@ -259,7 +322,9 @@ def test_a_headless_run_with_a_teammate_joined_from_another_clone_merges_its_com
     (one / ".team" / "settings.json").write_text(json.dumps({"team": {"worktree_per_task": True}}))
     _ok(one, "init", "--backend", backend)
     _ok(two, "init", "--backend", backend)
-    script = write_script(tmp_path / "script.yaml", SHOP_SCRIPT)
+    gate = two / ".worktrees" / "task_2" / GATE
+    script = write_script(tmp_path / "script.yaml", _shop_script())
+    release = threading.Thread(target=_release_when_clone_one_rests, args=(server, gate))
     with model_env(script, via_api=True) as model:
         join = teamctl(
             two,
@@ -277,6 +342,7 @@ def test_a_headless_run_with_a_teammate_joined_from_another_clone_merges_its_com
                 *("--permission-mode", "bypassPermissions", "Build the shop"),
                 env_extra=model.env,
             )
+            release.start()
             out, err = run.communicate(timeout=180)
             assert run.returncode == 0, err
             result = json.loads(out.splitlines()[-1])
@@ -285,9 +351,11 @@ def test_a_headless_run_with_a_teammate_joined_from_another_clone_merges_its_com
             _ok(one, "stop", "w2")
             join.wait(60)
         finally:
+            _open_gate(gate)  # whatever happened, nobody stays blocked on the FIFO
             if join.poll() is None:
                 join.kill()
             join.wait(30)
+            release.join(30)
         assert join.returncode == 0, join_err.text()
         assert any('"complete_task"' in line for line in join_out.text().splitlines())
 
@@ -309,3 +377,36 @@ def test_a_headless_run_with_a_teammate_joined_from_another_clone_merges_its_com
     subprocess.run(["git", "merge-base", "--is-ancestor", remote_tip, "HEAD"], cwd=one, check=True)
     for root in (one, two):
         _ok(root, "replay", "--verify")
+
+
+def test_a_run_is_not_idle_while_a_teammate_hosted_elsewhere_has_work(
+    tmp_path: Path, stop_actors: list[Any]
+) -> None:
+    """The rule the headless run above relies on, without timing: a teammate that another live
+    process hosts (its lease held, here by the test) and that holds a task, or could take a ready
+    one of its role, keeps the runtime from being idle; once its lease is gone, it does not."""
+    from actors.board.state import TeamState
+    from harness.model.scripted import ScriptedModel
+    from mailboxes.events import EventDraft, MemberSpawned, draft
+    from tests.actors.runtime.runtime_support import runtime, team_repo
+
+    root = team_repo(tmp_path)
+    lead = {"agents": {"lead": {"rules": [{"match": "(?s).", "text": "Noted."}]}}}
+    rt = runtime(root, ScriptedModel(lead))
+    stop_actors.append(rt)
+    rt.start()
+
+    def spawned(state: TeamState) -> list[EventDraft]:
+        body = MemberSpawned(name="w2", role="remote", prompt="Work.")
+        return [draft(body.TYPE, "lead", body)]
+
+    rt.board.execute(spawned)  # on the team, hosted by no process of this runtime
+    rt.board.create("for another role", role="other")
+    assert rt.wait_idle(timeout=30)
+    with rt.team.liveness.hold("w2"):  # as `teamctl join w2` on another host holds it
+        assert rt.wait_idle(timeout=30)  # nothing w2 could take
+        rt.board.create("till", role="remote")
+        assert not rt.is_idle()  # a ready task w2 could take
+        rt.board.claim("task_2", "w2")
+        assert not rt.is_idle()  # w2 holds it
+    assert rt.wait_idle(timeout=30)  # w2's host is gone: its claim is not work going on

@@ -140,7 +140,7 @@ def test_loopback_startup_prints_only_the_url(web: WebServer) -> None:
     assert web.url.startswith("http://127.0.0.1:") and "/?token=" in web.url
     assert web.stop() == 130
     assert "warning" not in web.stderr_text
-    assert "Traceback" not in web.stderr_text
+    assert "Traceback" not in web.stderr_text, web.stderr_text
 
 
 def test_outside_a_team_it_fails_in_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -3,6 +3,7 @@ about on stderr after the URL (README.md, "Web dashboard")."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import subprocess
 import sys
@@ -38,11 +39,20 @@ def test_the_url_comes_first_and_a_non_loopback_host_is_warned_about(
     from actors.web import server as web_server
 
     # Listen on loopback whatever the host (no test opens a port beyond this machine), and
-    # return from serving at once.
+    # return from serving once started (the URL is printed when the server has started).
     real_bind = web_server.bind
     monkeypatch.setattr(web_server, "bind", lambda _host, _port: real_bind("127.0.0.1", 0))
     served: list[Any] = []
-    monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets=None: served.append(sockets))
+
+    async def started(self: Any, sockets: Any = None) -> None:
+        self.started = True
+
+    def run(self: Any, sockets: Any = None) -> None:
+        served.append(sockets)
+        asyncio.run(self.startup(sockets))
+
+    monkeypatch.setattr(uvicorn.Server, "startup", started)
+    monkeypatch.setattr(uvicorn.Server, "run", run)
     out, err = io.StringIO(), io.StringIO()
     web_server.serve(cast(Any, object()), host=host, port=0, open_browser=False, out=out, err=err)
     assert len(served) == 1

@@ -3,9 +3,11 @@ settings, or timed out into a denial. Waits are Event-based; nothing sleeps."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +18,9 @@ from actors.runtime.permission_requests import (
     PermissionRouter,
     WatchJournal,
 )
+from actors.runtime.runtime import TeamRuntime
 from actors.tools.toolsets import NO_HOOKS, lead_tools
+from harness.model.scripted import ScriptedModel
 from harness.permissions.checks import Permissions
 from harness.permissions.policy import HarnessPolicy
 from harness.ports import ToolUseBlock
@@ -24,7 +28,10 @@ from harness.tools.base import PermissionRequest, ToolContext
 from mailboxes.ports import OnHints, Watcher
 from mailboxes.watch import HintWatcher
 from tests.actors.cli.cli_support import fails, ok, ok_json
-from tests.actors.team_fakes import Driver, FakeTeam, make_team
+from tests.actors.runtime.runtime_support import stop_actors, team_repo
+from tests.actors.team_fakes import Driver, FakeTeam, delivered, make_team
+
+__all__ = ["stop_actors"]
 
 WAIT_LIMIT_S = 30.0  # a generous bound for a test to fail rather than hang
 
@@ -243,3 +250,83 @@ def test_decisions_need_a_request_and_the_lead_tool_respects_routing(
     refused = lead.error("answer_permission", request_id="perm-x", allow=True)
     assert "answered by the human" in refused
     assert team.events("permission.decided") == []
+
+
+def test_a_teammates_ask_reaches_the_lead_and_the_answer_the_teammate_in_the_runtime(
+    tmp_path: Path, stop_actors: list[Any]
+) -> None:
+    """The whole route on a real ``TeamRuntime`` (the tests above drive the router over the fake
+    team): w1's bash call asks, the lead is told with the runtime's text, answers with its tool,
+    and w1's call is refused with the lead's reason."""
+    root = team_repo(tmp_path)
+    (root / ".team" / "settings.json").write_text(
+        json.dumps({"approvals": {"permissions": "lead"}})
+    )
+    script: dict[str, Any] = {
+        "agents": {
+            "lead": {
+                "steps": [
+                    {
+                        "match": "Clean up",
+                        "tool_uses": [
+                            {"name": "create_task", "input": {"subject": "clean"}},
+                            {"name": "spawn_teammate", "input": {"name": "w1", "prompt": "go"}},
+                        ],
+                    },
+                    "Team started.",
+                ],
+                "rules": [
+                    {
+                        "match": r"answer_permission\(request_id='(?P<rid>[^']+)'",
+                        "tool_uses": [
+                            {
+                                "name": "answer_permission",
+                                "input": {"request_id": "{rid}", "allow": False, "reason": "no rm"},
+                            }
+                        ],
+                    },
+                    {"match": ".", "text": "Noted.", "priority": -1},
+                ],
+            },
+            "w1": {
+                "rules": [
+                    {
+                        "match": r"You now hold task task_1 \(claim",
+                        "tool_uses": [{"name": "bash", "input": {"command": "rm -rf build"}}],
+                    },
+                    {
+                        "match": r"permission request (?P<rid>\S+) denied by lead: no rm",
+                        "tool_uses": [
+                            {
+                                "name": "complete_task",
+                                "input": {"task_id": "task_1", "summary": "refused {rid}"},
+                            }
+                        ],
+                    },
+                    {"match": ".", "text": "Done.", "priority": -1},
+                ]
+            },
+        }
+    }
+    rt = TeamRuntime(
+        root, model=ScriptedModel(script), jobs=False, worktrees=False, fsync_transcripts=False
+    )
+    stop_actors.append(rt)
+    rt.start()
+    rt.submit("Clean up")
+    assert rt.wait_idle(timeout=WAIT_LIMIT_S)
+    events = list(rt.team.journal.read_from(1))
+    [asked] = [e for e in events if e.type == "permission.requested"]
+    [decided] = [e for e in events if e.type == "permission.decided"]
+    rid = asked.data["request_id"]
+    assert (asked.actor, asked.data["agent"], asked.data["tool"]) == ("w1", "w1", "bash")
+    assert (decided.data["request_id"], decided.data["decision"]) == (rid, "deny")
+    assert (decided.data["by"], decided.data["reason"]) == ("lead", "no rm")
+    [msg] = [m for m in delivered(rt.team.mailbox, "lead") if m.type == "permission_request"]
+    assert (msg.sender, msg.body["request_id"]) == ("w1", rid)
+    assert msg.text.startswith("w1 asks to use bash on ") and "rm -rf build" in msg.text
+    assert msg.text.endswith(f"Answer with answer_permission(request_id={rid!r}, allow, reason).")
+    # w1 read the lead's refusal, word for word, and gave up
+    task = rt.board.refresh().task("task_1")
+    assert (task.status, task.owner) == ("completed", "w1")
+    assert task.summary == f"refused {rid}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,7 +12,12 @@ from actors.board import protocols as bp
 from actors.errors import StaleEpoch
 from actors.protocols import answer_shutdown, plan_mode_active
 from actors.tools.toolsets import NO_HOOKS, lead_tools, teammate_tools
-from tests.actors.team_fakes import Driver, FakeTeam, make_team
+from tests.actors.runtime.runtime_support import stop_actors, team_repo
+from tests.actors.team_fakes import Driver, FakeTeam, Held, delivered, held_runtime, make_team
+
+__all__ = ["stop_actors"]
+
+WAIT_LIMIT_S = 30.0  # a generous bound for a test to fail rather than hang
 
 
 @pytest.fixture
@@ -175,14 +181,36 @@ def test_human_reviewer_gets_no_message_to_the_lead(tmp_path: Path) -> None:
         team.close()
 
 
-def test_shutdown_answer_is_journaled_then_sent(team: FakeTeam) -> None:
-    drivers(team)
-    rid = team.request_shutdown("ann", by="lead")
-    answer_shutdown(team, "ann", rid, reason="task released")
-    [ack] = team.events("shutdown.acknowledged")
-    assert (ack.actor, ack.data["request_id"], ack.data["approve"]) == ("ann", rid, True)
-    [msg] = team.inbox("lead")
-    assert msg.type == "shutdown_response" and msg.sender == "ann"
-    assert msg.body["request_id"] == rid and "task released" in msg.text
-    answer_shutdown(team, "ann", rid)  # retried: journaled once
-    assert len(team.events("shutdown.acknowledged")) == 1
+def test_a_teammate_answers_a_shutdown_request_journaled_then_sent(
+    tmp_path: Path, stop_actors: list[Any]
+) -> None:
+    """A real ``TeamRuntime``: ann's actor answers the request itself between two steps:
+    journals, answers the lead, stops. (Its model answers at once.)"""
+    root = team_repo(tmp_path)
+    model = Held()
+    model.release.set()
+    rt = held_runtime(root, model)
+    stop_actors.append(rt)
+    rt.start()
+    journal, mailbox = rt.team.journal, rt.team.mailbox
+
+    def events(kind: str) -> list[Any]:
+        return [e for e in journal.read_from(1) if e.type == kind]
+
+    def answered() -> bool:
+        return rt.roster.gone("ann") and bool(events("shutdown.acknowledged"))
+
+    try:
+        lead = Driver(lead_tools(rt.services, hooks=NO_HOOKS), "lead", root)
+        lead.ok("spawn_teammate", name="ann", prompt="work")
+        rid = rt.services.request_shutdown("ann", by="lead")
+        assert rt.wait_until(answered, timeout=WAIT_LIMIT_S)
+        [ack] = events("shutdown.acknowledged")
+        assert (ack.actor, ack.data["request_id"], ack.data["approve"]) == ("ann", rid, True)
+        [msg] = delivered(mailbox, "lead")
+        assert (msg.type, msg.sender, msg.body["request_id"]) == ("shutdown_response", "ann", rid)
+        assert msg.text == "ann is shutting down."
+        answer_shutdown(rt.services, "ann", rid)  # answered again: journaled once
+        assert len(events("shutdown.acknowledged")) == 1
+    finally:
+        model.release.set()

@@ -4,6 +4,7 @@ ARCHITECTURE.md, "Fewer model calls")."""
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -177,3 +178,80 @@ def test_a_team_drains_and_goes_idle_with_no_timer_and_no_rescan_tick(
     woken = [text for text in model.inputs("lead") if text.startswith("[team status]")]
     assert woken and "open tasks: none" in woken[-1]
     assert 0.5 not in timers  # the lead opened no notification window (the old default)
+
+
+def test_a_stop_pauses_every_member_in_one_journal_commit(
+    tmp_path: Path, stop_actors: list[Any]
+) -> None:
+    from actors.services import TeammateSpec
+
+    root = team_repo(tmp_path)
+    model = Recording({"agents": {"*": {"rules": [{"match": "(?s).", "text": "ok"}]}}})
+    rt = runtime(root, model)
+    stop_actors.append(rt)
+    rt.start()
+    for name in ("w1", "w2"):
+        rt.services.spawn_teammate(TeammateSpec(name=name), by="lead")
+    assert rt.wait_idle(timeout=60)
+    rt.stop("run_ended")
+    events = [
+        json.loads(line) for line in (root / ".team" / "journal.jsonl").read_text().splitlines()
+    ]
+    paused = [
+        e
+        for e in events
+        if e["type"] == "member.status_changed" and e["data"]["status"] == "paused"
+    ]
+    assert [e["data"]["name"] for e in paused] == ["w1", "w2", "lead"]  # teammates first
+    assert [e["actor"] for e in paused] == ["w1", "w2", "lead"]
+    assert len({e["ts"] for e in paused}) == 1, "one append (one fsync) for all of them"
+    assert [e["seq"] for e in paused] == list(range(paused[0]["seq"], paused[0]["seq"] + 3))
+    for name in ("w1", "w2", "lead"):  # every lease freed after the record
+        assert not rt.team.liveness.is_alive(name)
+
+
+def test_a_teammate_sends_its_notice_before_its_status_turns_idle(
+    tmp_path: Path, stop_actors: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # So a lead that holds status notices until nobody is at work is woken by that status
+    # change with this notice already in its inbox (never with all but the last one).
+    from actors.runtime.hosting import MemberHosting
+    from actors.services import TeammateSpec
+
+    order: list[tuple[str, str, str]] = []
+    send, set_status = MemberHosting.send, MemberHosting.set_status
+
+    def record_send(self: MemberHosting, sender: str, to: str, type: str, *a: Any, **k: Any) -> Any:
+        order.append(("send", sender, type))
+        return send(self, sender, to, type, *a, **k)
+
+    def record_status(self: MemberHosting, name: str, status: str, reason: str = "") -> None:
+        order.append(("status", name, status))
+        set_status(self, name, status, reason)
+
+    monkeypatch.setattr(MemberHosting, "send", record_send)
+    monkeypatch.setattr(MemberHosting, "set_status", record_status)
+    root = team_repo(tmp_path)
+    rule = {
+        "match": r"You now hold task (?P<id>task_1) ",
+        "tool_uses": [{"name": "complete_task", "input": {"task_id": "{id}", "summary": "a"}}],
+    }
+    model = Recording(
+        {
+            "agents": {
+                "w1": {"rules": [rule]},
+                "lead": {"rules": [{"match": "(?s).", "text": "ok"}]},
+            }
+        }
+    )
+    rt = runtime(root, model, tools=None)
+    stop_actors.append(rt)
+    rt.start()
+    rt.board.create("first")
+    rt.services.spawn_teammate(TeammateSpec(name="w1", task_id="task_1"), by="lead")
+    assert rt.wait_idle(timeout=60)
+    assert rt.failures() == {}
+    mine = [entry for entry in order if entry[1] == "w1"]
+    notice = mine.index(("send", "w1", "idle_notification"))
+    assert ("status", "w1", "idle") in mine[notice:], mine
+    assert ("status", "w1", "idle") not in mine[:notice], mine

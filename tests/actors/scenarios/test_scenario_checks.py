@@ -147,7 +147,7 @@ def test_completing_a_planned_task_without_an_approval_is_named() -> None:
 
 def test_an_edit_before_the_approval_is_named_too() -> None:
     use = ToolUseBlock(id="t1", name="edit_file", input={"path": "x.py"})
-    result = ToolResultBlock(tool_use_id="t1", content="Edited x.py", is_error=False)
+    result = ToolResultBlock(tool_use_id="t1", content="Edited x.py\n@@ -1 +1 @@", is_error=False)
     writes = [Message(role="assistant", content=(use,)), Message(role="user", content=(result,))]
     f = facts(PLANNED, {"rae": writes})
     assert check("no_write_before_plan_approval", f) == ["rae wrote before approval: Edited x.py"]
@@ -185,9 +185,19 @@ def test_a_task_completed_twice_is_named() -> None:
 def test_a_teammate_that_submitted_a_plan_is_gated_by_it() -> None:
     history = [spawned(2, "w1"), created(3, "task_1"), claimed(4, "task_1", "w1")]
     submitted = ev(
-        5, "plan.submitted", "w1", task_id="task_1", request_id="r", owner="w1", epoch=1, plan="p"
+        5,
+        "plan.submitted",
+        "runtime",
+        task_id="task_1",
+        request_id="r",
+        owner="w1",
+        epoch=1,
+        plan="p",
     )
-    f = facts([*history, submitted], {"w1": turn(True, approved_first=False)})
+    # gated even once the task went to someone else (w2 claimed it again, in a new epoch)
+    later = claimed(6, "task_1", "w2", epoch=2)
+    f = facts([*history, submitted, later], {"w1": turn(True, approved_first=False)})
+    assert f.state.tasks["task_1"].owner == "w2"
     assert check("no_write_before_plan_approval", f) == [
         "w1 wrote before approval: Created x.py (0 bytes)"
     ]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,11 +20,10 @@ from actors.tools.toolsets import (
     lead_tools,
     teammate_tools,
 )
-from harness.ports import ModelRequest, ModelResponse, TextBlock
 from mailboxes.events import Event
-from mailboxes.messages import Envelope
+from mailboxes.messages import Envelope, parse_envelope
 from tests.actors.runtime.runtime_support import stop_actors, team_repo
-from tests.actors.team_fakes import Driver, FakeTeam, make_team
+from tests.actors.team_fakes import Driver, FakeTeam, Held, make_team
 
 __all__ = ["stop_actors"]
 
@@ -91,25 +89,16 @@ def test_task_tool_errors_are_clean_tool_errors(lead: Driver) -> None:
 # -- what the runtime does (spawning, mail, shutdown, cron): the real TeamRuntime -------------------
 
 
-class Held:
-    """The model of the real runtime below: every call waits until the test ends, so a spawned
-    teammate stays in its first turn and the messages sent to it stay unread."""
-
-    def __init__(self) -> None:
-        self.release = threading.Event()
-
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        self.release.wait(60)
-        return ModelResponse(content=(TextBlock(text="OK."),), stop_reason="end_turn")
-
-
 @dataclass
 class Real:
     rt: TeamRuntime
     lead: Driver
 
     def inbox(self, agent: str) -> list[Envelope]:
-        return self.rt.team.mailbox.pending(agent)
+        """Every message delivered to ``agent``, read or not (its actor may have taken one)."""
+        box = Path(self.rt.team.mailbox.inbox(agent))
+        files = [p for sub in ("new", "cur") for p in (box / sub).iterdir()]
+        return sorted((parse_envelope(p.read_bytes()) for p in files), key=lambda e: e.ts)
 
     def events(self, kind: str) -> list[Event]:
         return [e for e in self.rt.team.journal.read_from(1) if e.type == kind]

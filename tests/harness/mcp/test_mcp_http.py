@@ -16,7 +16,6 @@ from harness.mcp.config import load_mcp_servers
 from harness.mcp.tools import render_result
 from tests.harness.mcp_servers import BASIC
 
-
 _LISTENING = re.compile(r"Uvicorn running on http://127\.0\.0\.1:(\d+)")
 
 

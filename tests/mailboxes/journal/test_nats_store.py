@@ -324,15 +324,21 @@ def test_a_refusal_on_a_stale_view_is_decided_again_on_the_servers(
         store.close()
 
 
-def test_a_lost_race_catches_up_to_the_sequence_the_server_names(server: NatsServer) -> None:
+def test_a_lost_race_catches_up_to_the_sequence_the_server_names(
+    server: NatsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Without a feed, a rejected publish (wrong last sequence) reads exactly the commits it
-    missed and decides again; nothing is stored twice."""
+    missed, backs off (a random wait growing with the races lost in a row) and decides again;
+    nothing is stored twice."""
     store, rival = open_store(server), open_store(server)
     try:
         add(store, task(1))
         _stop_feed(store)
         add(rival, task(2))
         add(rival, task(3))
+        backed_off: list[int] = []
+        monkeypatch.setattr(store, "_back_off", backed_off.append)
+        read = _count_reads(monkeypatch, store)
         decided: list[list[int]] = []
 
         def decide(seen: Sequence[ev.Event]) -> list[ev.EventDraft]:
@@ -341,6 +347,8 @@ def test_a_lost_race_catches_up_to_the_sequence_the_server_names(server: NatsSer
 
         result = store.append(decide, after=1)
         assert decided == [[], [2, 3]]
+        assert backed_off == [1]  # one race lost
+        assert read == [2]  # the two commits it missed, in one round of reads
         assert [e.seq for e in result.appended] == [4]
         assert [e.seq for e in store.read_from(1)] == [1, 2, 3, 4]
         assert len(raw_messages(store)) == 4

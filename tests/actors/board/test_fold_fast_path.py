@@ -1,0 +1,203 @@
+"""The fold reads the hot task events straight from ``event.data`` (no pydantic validation per
+event) and gives exactly the state the typed-payload path gives, for every shape of data: current
+ones, older versions, values pydantic would coerce, and bad data (refused the same way)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from actors.board import fold as fold_module
+from actors.board.fold import fold_all
+from actors.board.state import EMPTY, TeamState
+from mailboxes import events as ev
+from mailboxes.errors import InvalidEvent
+
+
+def _event(seq: int, type_: str, data: dict[str, Any], v: int, actor: str = "w") -> ev.Event:
+    return ev.Event(seq=seq, ts=100.0 + seq, type=type_, actor=actor, data=data, v=v)
+
+
+def _typed(seq: int, body: ev.Payload, actor: str = "w") -> ev.Event:
+    return _event(seq, body.TYPE, body.model_dump(mode="json"), body.VERSION, actor)
+
+
+def _slow(state: TeamState, events: list[ev.Event], monkeypatch: pytest.MonkeyPatch) -> TeamState:
+    """The fold with the fast path switched off: every event through ``payload``."""
+    with monkeypatch.context() as patch:
+        for name in ("_claim_args", "_complete_args", "_created_args", "_release_args"):
+            patch.setattr(fold_module, name, lambda _event: None)
+        return fold_all(state, events)
+
+
+def _workload(seed: int, count: int) -> list[ev.Event]:
+    """A random but valid history: creations (with dependencies, metadata, plans, roles),
+    claims (human or not), releases, completions (with and without commits), updates,
+    worktrees, plan events and usage."""
+    rnd = random.Random(seed)
+    events: list[ev.Event] = []
+    owners: dict[str, str] = {}
+    epochs: dict[str, int] = {}
+    tasks: list[str] = []
+
+    def add(body: ev.Payload, actor: str = "w") -> None:
+        events.append(_typed(len(events) + 1, body, actor))
+
+    add(ev.WorktreeCreated(name="wt1", branch="b", base="main", path="/x"), "lead")
+    while len(events) < count:
+        roll = rnd.random()
+        free = [t for t in tasks if t not in owners]
+        if roll < 0.3 or not tasks:
+            tid = f"task_{len(tasks) + 1}"
+            deps = tuple(rnd.sample(tasks, min(len(tasks), rnd.randint(0, 2))))
+            add(
+                ev.TaskCreated(
+                    task_id=tid,
+                    subject=f"s {tid}",
+                    description=rnd.choice(["", "d"]),
+                    blocked_by=deps,
+                    metadata=rnd.choice([{}, {"k": 1, "n": None}]),
+                    plan_required=rnd.random() < 0.2,
+                    role=rnd.choice([None, "dev"]),
+                    verify=rnd.choice([None, "true"]),
+                ),
+                "lead",
+            )
+            tasks.append(tid)
+        elif roll < 0.55 and free:
+            tid = rnd.choice(free)
+            owner = f"w{rnd.randint(1, 4)}"
+            epochs[tid] = epochs.get(tid, 0) + 1
+            owners[tid] = owner
+            add(
+                ev.TaskClaimed(
+                    task_id=tid, owner=owner, epoch=epochs[tid], human=rnd.random() < 0.1
+                )
+            )
+        elif roll < 0.65 and owners:
+            tid = rnd.choice(sorted(owners))
+            add(
+                ev.TaskReleased(
+                    task_id=tid,
+                    owner=owners.pop(tid),
+                    epoch=epochs[tid],
+                    reason="r",
+                    forced_by=rnd.choice([None, "me"]),
+                )
+            )
+        elif roll < 0.85 and owners:
+            tid = rnd.choice(sorted(owners))
+            if rnd.random() < 0.2:
+                add(ev.WorktreeBound(name="wt1", task_id=tid), "lead")
+            add(
+                ev.TaskCompleted(
+                    task_id=tid,
+                    owner=owners.pop(tid),
+                    epoch=epochs[tid],
+                    summary=rnd.choice(["", "ok"]),
+                    unblocked=tuple(rnd.sample(tasks, 1)),
+                    commit=rnd.choice([None, "abc"]),
+                    remote=rnd.choice([None, "wt/wt1"]),
+                )
+            )
+        elif roll < 0.9:
+            tid = rnd.choice(tasks)
+            add(ev.TaskUpdated(task_id=tid, subject="new", metadata={"k": 2}), "lead")
+        else:
+            add(
+                ev.UsageRecorded(
+                    agent="w1", model="m", input_tokens=3, output_tokens=4, cost_usd=0.5
+                )
+            )
+    return events
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_fast_path_folds_a_history_to_the_same_state(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = _workload(seed, 600)
+    fast = fold_all(EMPTY, events)
+    assert fast == _slow(EMPTY, events, monkeypatch)
+    # ... and in pieces, from an intermediate state
+    half = fold_all(EMPTY, events[:300])
+    assert fold_all(half, events[300:]) == _slow(half, events[300:], monkeypatch) == fast
+
+
+def test_canonical_task_events_need_no_pydantic_validation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    events = [
+        _typed(1, ev.TaskCreated(task_id="task_1", subject="s", blocked_by=(), metadata={"a": 1})),
+        _typed(2, ev.TaskCreated(task_id="task_2", subject="t", blocked_by=("task_1",))),
+        _typed(3, ev.TaskClaimed(task_id="task_1", owner="w1", epoch=1)),
+        _typed(4, ev.TaskReleased(task_id="task_1", owner="w1", epoch=1, reason="r")),
+        _typed(5, ev.TaskClaimed(task_id="task_1", owner="w2", epoch=2, human=True)),
+        _typed(6, ev.TaskCompleted(task_id="task_1", owner="w2", epoch=2, summary="ok")),
+    ]
+
+    def refuse(_event: ev.Event) -> ev.Payload:
+        raise AssertionError("payload() called on the fast path")
+
+    monkeypatch.setattr(fold_module, "payload", refuse)
+    state = fold_all(EMPTY, events)
+    one = state.task("task_1")
+    assert (one.status, one.owner, one.epoch, one.human, one.summary) == (
+        "completed",
+        "w2",
+        2,
+        True,
+        "ok",
+    )
+    assert state.task("task_1").blocks == ("task_2",)
+    assert dict(one.metadata) == {"a": 1}
+
+
+ODD_SHAPES = [
+    # values pydantic coerces, which the fast path leaves to it
+    ("task.claimed", {"task_id": "task_1", "owner": "w1", "epoch": "3"}, 1),
+    ("task.claimed", {"task_id": "task_1", "owner": "w1", "epoch": 2.0}, 1),
+    ("task.claimed", {"task_id": "task_1", "owner": "w1", "epoch": 1, "human": 0}, 1),
+    ("task.created", {"task_id": "task_2", "subject": "s", "blocked_by": ("task_1",)}, 2),
+    # older versions, upgraded by payload()
+    ("task.created", {"task_id": "task_2", "subject": "s"}, 1),
+    ("task.completed", {"task_id": "task_1", "owner": "w1", "epoch": 1}, 1),
+    ("task.completed", {"task_id": "task_1", "owner": "w1", "epoch": 1, "summary": "x"}, 2),
+    ("task.released", {"task_id": "task_1", "owner": "w1", "epoch": 1, "reason": "r"}, 1),
+    # bad data: refused the same way
+    ("task.claimed", {"task_id": "task_1", "owner": "w1", "epoch": "x"}, 1),
+    ("task.claimed", {"task_id": "task_1", "owner": "w1"}, 1),
+    ("task.claimed", {"task_id": "task_1", "owner": "w1", "epoch": 1, "extra": 1}, 1),
+    ("task.created", {"task_id": "task_2", "subject": 5}, 2),
+    ("task.created", {"task_id": "task_2", "subject": "s", "blocked_by": [1]}, 2),
+    ("task.created", {"task_id": "task_2", "subject": "s", "metadata": []}, 2),
+    ("task.completed", {"task_id": "task_1", "owner": "w1", "epoch": 1, "unblocked": "x"}, 3),
+    ("task.completed", {"task_id": "task_1", "owner": "w1", "epoch": 1, "commit": 7}, 3),
+    ("task.released", {"task_id": "task_1", "owner": "w1", "epoch": 1}, 2),
+    ("task.completed", {"task_id": "task_1", "owner": "w1", "epoch": 1}, 9),
+]
+
+
+@pytest.mark.parametrize(("type_", "data", "v"), ODD_SHAPES)
+def test_odd_shapes_fold_or_fail_exactly_as_the_typed_payloads_do(
+    type_: str, data: dict[str, Any], v: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = fold_all(
+        EMPTY,
+        [
+            _typed(1, ev.TaskCreated(task_id="task_1", subject="s")),
+            _typed(2, ev.TaskClaimed(task_id="task_1", owner="w1", epoch=1)),
+        ],
+    )
+    events = [_event(3, type_, data, v)]
+    try:
+        expected: TeamState | str = _slow(base, events, monkeypatch)
+    except InvalidEvent as exc:
+        expected = f"InvalidEvent: {exc}"
+    try:
+        got: TeamState | str = fold_all(base, events)
+    except InvalidEvent as exc:
+        got = f"InvalidEvent: {exc}"
+    assert got == expected
