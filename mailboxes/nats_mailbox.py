@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mailboxes.errors import BadMessage, MailboxUnavailable, UnknownRecipient
-from mailboxes.journal.nats import cluster_size, wanted_replicas, warn_few_replicas
+from mailboxes.journal.nats import cluster_size, open_stream
 from mailboxes.messages import (
     BROADCAST,
     Envelope,
@@ -321,28 +321,20 @@ class NatsMailbox:
         await self._io.open(servers, name=f"teamctl-mail-{self.team}")
 
     async def _setup(self) -> None:
-        from nats.js.api import DiscardPolicy, StorageType, StreamConfig
-        from nats.js.errors import NotFoundError
+        from nats.js.api import DiscardPolicy
 
         assert self._io.nc is not None
         self._js = self._io.nc.jetstream(timeout=self._timeout)
         self.cluster_size = cluster_size(self._io.nc)
-        try:
-            info = await self._js.stream_info(self.stream)
-        except NotFoundError:
-            config = StreamConfig(
-                name=self.stream,
-                subjects=[mail_subject(self.team)],
-                storage=StorageType.FILE,
-                num_replicas=wanted_replicas(self.cluster_size, self._want_replicas),
-                discard=DiscardPolicy.NEW,
-                deny_delete=True,
-            )
-            with contextlib.suppress(Exception):  # another process created it meanwhile
-                await self._js.add_stream(config)
-            info = await self._js.stream_info(self.stream)
-        self.replicas = info.config.num_replicas or 1
-        warn_few_replicas("stream", self.stream, self.replicas, self.cluster_size)
+        self.replicas = await open_stream(
+            self._js,
+            self.stream,
+            mail_subject(self.team),
+            size=self.cluster_size,
+            replicas=self._want_replicas,
+            discard=DiscardPolicy.NEW,
+            deny_delete=True,
+        )
         self._keeper = asyncio.ensure_future(self._keep_alive())
 
     async def _publish_all(self, staged: list[tuple[Envelope, bytes]]) -> list[bool]:

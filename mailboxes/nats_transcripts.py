@@ -160,31 +160,20 @@ class NatsTranscripts:
             ) from exc
 
     async def _setup(self, io: NatsLoop) -> None:
-        from nats.js.api import StorageType, StreamConfig
-        from nats.js.errors import NotFoundError
-
-        from mailboxes.journal.nats import cluster_size, wanted_replicas, warn_few_replicas
+        from mailboxes.journal.nats import cluster_size, open_stream
 
         nc = io.nc
         assert nc is not None
         self._js = nc.jetstream(timeout=self._timeout)
-        size = cluster_size(nc)
-        try:
-            info = await self._js.stream_info(self.stream)
-        except NotFoundError:
-            config = StreamConfig(
-                name=self.stream,
-                subjects=[_subject(self.team)],
-                storage=StorageType.FILE,
-                num_replicas=wanted_replicas(size, self._wanted),
-                deny_delete=True,
-            )
-            try:
-                info = await self._js.add_stream(config)
-            except Exception:  # another process created it meanwhile
-                info = await self._js.stream_info(self.stream)
-        if self._wanted is None:
-            warn_few_replicas("stream", self.stream, info.config.num_replicas or 1, size)
+        await open_stream(
+            self._js,
+            self.stream,
+            _subject(self.team),
+            size=cluster_size(nc),
+            replicas=self._wanted,
+            warn=self._wanted is None,
+            deny_delete=True,
+        )
 
     async def _publish(self, subject: str, data: bytes) -> None:
         assert self._js is not None

@@ -173,6 +173,43 @@ def wanted_replicas(size: int, replicas: int | None) -> int:
     return replicas if replicas is not None else min(MAX_REPLICAS, size)
 
 
+async def open_stream(
+    js: JetStreamContext,
+    name: str,
+    subject: str,
+    *,
+    size: int,
+    replicas: int | None,
+    warn: bool = True,
+    **options: Any,
+) -> int:
+    """Find stream ``name`` or create it (file storage, subjects ``[subject]``,
+    ``wanted_replicas(size, replicas)`` copies, ``options`` for the rest of its config; another
+    process creating it meanwhile is fine); with ``warn``, ``warn_few_replicas`` on what it has.
+    Returns its number of copies."""
+    from nats.js.api import StorageType, StreamConfig
+    from nats.js.errors import NotFoundError
+
+    try:
+        info = await js.stream_info(name)
+    except NotFoundError:
+        config = StreamConfig(
+            name=name,
+            subjects=[subject],
+            storage=StorageType.FILE,
+            num_replicas=wanted_replicas(size, replicas),
+            **options,
+        )
+        try:
+            info = await js.add_stream(config)
+        except Exception:  # another process created it meanwhile
+            info = await js.stream_info(name)
+    has = info.config.num_replicas or 1
+    if warn:
+        warn_few_replicas("stream", name, has, size)
+    return has
+
+
 def warn_few_replicas(kind: str, name: str, has: int, size: int) -> None:
     """Warn when an existing stream or bucket keeps fewer copies than the cluster could hold."""
     could = min(MAX_REPLICAS, size)
