@@ -96,13 +96,10 @@ class Stores:
     """Agents' transcripts and job output, to read; None: ``FileTranscripts`` under ``.team/``."""
 
     def close(self) -> None:
-        closers = [self.journal.close]
-        for store in (self.liveness, self.mailbox, self.blobs, self.transcripts):
-            # NatsLiveness: stop refreshing; NatsMailbox: give held messages back; the others
-            # close their connections.
-            close = getattr(store, "close", None)
-            if close is not None:
-                closers.append(close)
+        # NatsLiveness stops refreshing, NatsMailbox gives held messages back, the other
+        # JetStream stores close their connections; the file ones hold nothing.
+        stores = (self.journal, self.liveness, self.mailbox, self.blobs, self.transcripts)
+        closers = [store.close for store in stores if store is not None]
         failure: BaseException | None = None
         for close in closers:
             try:

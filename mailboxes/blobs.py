@@ -39,3 +39,6 @@ class FileBlobs:
         path = self.folder / check_blob_name(name)
         self.folder.mkdir(parents=True, exist_ok=True)
         atomic_write(path, data, durable=False)
+
+    def close(self) -> None:
+        """Nothing to release (the ``BlobStore`` port's ``close``)."""

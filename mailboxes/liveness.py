@@ -93,6 +93,9 @@ class FlockLiveness:
         agents = [n[: -len(".lock")] for n in names if n.endswith(".lock")]
         return sorted(a for a in agents if _valid(a) and self.is_alive(a))
 
+    def close(self) -> None:
+        """Nothing to release (the ``Liveness`` port's ``close``)."""
+
 
 def _valid(agent: str) -> bool:
     try:

@@ -482,6 +482,9 @@ class Maildir:
                     continue
         return removed
 
+    def close(self) -> None:
+        """Nothing to release (the ``Mailbox`` port's ``close``)."""
+
 
 def _is_agent_name(name: str) -> bool:
     try:

@@ -33,6 +33,7 @@ from mailboxes.journal.nats import (
     MAX_REPLICAS,
     MSG_ID,
     cluster_size,
+    server_version,
     stream_name,
     subject_name,
 )
@@ -194,7 +195,7 @@ async def _probe(urls: list[str], team: str, timeout: float) -> ServerReport:
         url = nc.connected_url.geturl() if nc.connected_url else urls[0]
         report = ServerReport(
             url=url,
-            version=str((getattr(nc, "_server_info", None) or {}).get("version", "?")),
+            version=server_version(nc) or "?",
             cluster_size=cluster_size(nc),
             journal=stream_name(team),
         )

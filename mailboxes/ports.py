@@ -161,6 +161,10 @@ class MailArchive(Protocol):
         ``UnknownRecipient`` without an inbox."""
         ...
 
+    def close(self) -> None:
+        """Release what it holds (connections, threads); idempotent. A file Maildir holds nothing."""
+        ...
+
 
 @runtime_checkable
 class BlobStore(Protocol):
@@ -174,6 +178,10 @@ class BlobStore(Protocol):
 
     def put(self, name: str, data: bytes) -> None:
         """Store ``data`` as ``name``, replacing any earlier blob of that name."""
+        ...
+
+    def close(self) -> None:
+        """Release what it holds (connections, threads); idempotent. Files hold nothing."""
         ...
 
 
@@ -197,6 +205,10 @@ class TranscriptStore(Protocol):
         (None: no output recorded for it)."""
         ...
 
+    def close(self) -> None:
+        """Release what it holds (connections, threads); idempotent. Files hold nothing."""
+        ...
+
 
 @runtime_checkable
 class Liveness(Protocol):
@@ -209,6 +221,11 @@ class Liveness(Protocol):
 
     def is_alive(self, agent: str) -> bool:
         """True while some live process (or thread in this one) holds ``agent``'s lease."""
+        ...
+
+    def close(self) -> None:
+        """Release what it holds (connections, threads); idempotent. Leases still held are not
+        given up by it (a lease on a cluster expires after its TTL); flock leases hold nothing."""
         ...
 
 

@@ -61,3 +61,6 @@ class FileTranscripts:
                 return log.read(tail), size
         except FileNotFoundError:
             return None
+
+    def close(self) -> None:
+        """Nothing to release (the ``TranscriptStore`` port's ``close``)."""
