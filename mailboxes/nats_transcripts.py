@@ -24,6 +24,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mailboxes.errors import MailboxUnavailable
+from mailboxes.journal.nats import READ_DEADLINE, until_answered
 from mailboxes.nats_loop import NatsLoop, check_team
 from mailboxes.nats_mailbox import agent_of, key
 
@@ -64,6 +65,7 @@ class NatsTranscripts:
         replicas: int | None = None,
         timeout: float = 5.0,
         part: int = PART,
+        read_deadline: float | None = None,
     ) -> None:
         self.team = check_team(team)
         self.stream = stream_name(team)
@@ -72,6 +74,7 @@ class NatsTranscripts:
         self._wanted = replicas
         self._timeout = timeout
         self._part = part
+        self._read_deadline = READ_DEADLINE if read_deadline is None else read_deadline
         self._failed: set[str] = set()
         self._js: JetStreamContext | None = None
         self._io: NatsLoop | None = None  # connected on first use: most commands never read
@@ -81,14 +84,14 @@ class NatsTranscripts:
     # --- TranscriptStore ----------------------------------------------------------------------
 
     def agents(self) -> list[str]:
-        remote = self._call(self._agents())
+        remote = self._read(self._agents, "the transcripts' subjects")
         return sorted(set(self.local.agents()) | set(remote))
 
     def transcript(self, agent: str) -> bytes | None:
         own = self.local.transcript(agent)
         if own is not None:
             return own
-        lines = self._call(self._lines(agent))
+        lines = self._read(lambda: self._lines(agent), f"the transcript of {agent}")
         return b"".join(line + b"\n" for line in lines) if lines else None
 
     def job_output(self, job_id: str, *, tail: int) -> tuple[bytes, int] | None:
@@ -143,7 +146,13 @@ class NatsTranscripts:
         await io.open(self._servers, name=f"teamctl-transcripts-{self.team}")
         await self._setup(io)
 
-    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+    def _read(self, make: Callable[[], Coroutine[Any, Any, T]], what: str) -> T:
+        """A read, asked again while the cluster cannot answer (a reconnect after a server
+        restart, a leader election) for at most the read deadline; reads are idempotent."""
+        deadline = self._read_deadline
+        return self._call(until_answered(make, what, deadline), timeout=deadline + self._timeout)
+
+    def _call(self, coro: Coroutine[Any, Any, T], *, timeout: float | None = None) -> T:
         from nats.errors import Error as NatsError
 
         try:
@@ -152,7 +161,7 @@ class NatsTranscripts:
             except BaseException:
                 coro.close()  # never started
                 raise
-            return io.run(coro, timeout=6 * self._timeout)
+            return io.run(coro, timeout=6 * self._timeout if timeout is None else timeout)
         except (NatsError, TimeoutError, OSError) as exc:
             raise MailboxUnavailable(
                 f"the transcript store {self.stream} on {', '.join(self._servers)} cannot be "
