@@ -11,8 +11,10 @@ forgets to clean up lands in the checkout.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -101,22 +103,44 @@ def run_one(script: Path, *, quick: bool, timeout: float) -> Outcome:
     cmd = [sys.executable, str(script), *(["--quick"] if quick else [])]
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"bench-run-{name}-") as cwd:
+        # Its own process group: a timeout or a Ctrl-C stops the benchmark *and* what it
+        # started (servers, teammates), not only the benchmark's own process.
+        proc = subprocess.Popen(
+            cmd,
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         try:
-            proc = subprocess.run(
-                cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
-            )
-        except subprocess.TimeoutExpired as exc:
-            err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else ""
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _stop_group(proc)
+            _, err = proc.communicate()
             return Outcome(name, -1, None, time.monotonic() - start, f"timed out\n{err}", [])
+        except BaseException:
+            _stop_group(proc)
+            raise
         leftovers = sorted(os.listdir(cwd))
     return Outcome(
-        name,
-        proc.returncode,
-        last_report(proc.stdout),
-        time.monotonic() - start,
-        proc.stderr,
-        leftovers,
+        name, proc.returncode, last_report(out), time.monotonic() - start, err, leftovers
     )
+
+
+def _stop_group(proc: subprocess.Popen[str]) -> None:
+    """SIGTERM to the benchmark's process group, SIGKILL to what is left after 5 s."""
+    for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            continue
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # its children, if any outlived it
+        return
 
 
 def table(outcomes: list[Outcome]) -> str:

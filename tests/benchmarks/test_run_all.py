@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPT = """
 import sys
+import time
 from benchmarks.common import at_least, at_most, finish, parser, shown
 args = parser(None).parse_args()
 {body}
@@ -119,3 +121,33 @@ def test_a_skipped_benchmark_shows_its_reason_and_does_not_fail_the_run(tmp_path
     code, table, combined = run_all(write(tmp_path / "b", fine=PASSING, lacking=SKIPPING))
     assert code == 0 and combined["ok"] is True
     assert "(skipped: needs a server this machine lacks)" in "\n".join(table)
+
+
+def test_a_benchmark_that_times_out_is_stopped_with_everything_it_started(tmp_path: Path) -> None:
+    """A timed-out benchmark's children (servers, teammates) go with it: nothing is left
+    running to disturb the benchmarks after it."""
+    from benchmarks.run_all import run_one
+
+    pidfile = tmp_path / "child.pid"
+    hanging = f"""
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+open({str(pidfile)!r}, "w").write(str(child.pid))
+time.sleep(600)
+"""
+    folder = write(tmp_path / "benches", hang=hanging)
+    outcome = run_one(folder / "bench_hang.py", quick=True, timeout=5)
+    assert outcome.exit_code == -1 and "timed out" in outcome.stderr
+    child = int(pidfile.read_text())
+    deadline = time.monotonic() + 10
+    while _running(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running(child), "the benchmark's child outlived the timeout"
+
+
+def _running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has stopped
