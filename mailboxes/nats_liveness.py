@@ -365,16 +365,15 @@ class NatsLiveness:
         return True
 
     async def _keys(self) -> list[str]:
-        """Keys of live leases. The bucket's key listing (a consumer over the stream) can still
-        show a key the TTL just expired (seen on a loaded 3-node cluster), so each listed key is
-        confirmed the way ``is_alive`` reads it."""
-        from nats.js.errors import NoKeysError
-
-        assert self._kv is not None
-        try:
-            listed = await self._kv.keys()
-        except NoKeysError:
-            return []
+        """Keys of live leases: the bucket stream's subjects as its leader counts them (one
+        request, no consumer: the bucket's key listing runs an ordered consumer that, right after
+        a whole cluster restarted, listed nothing for a key just put), each confirmed the way
+        ``is_alive`` reads it (a listed key may be a delete marker or have just expired)."""
+        assert self._kv is not None and self._nc is not None
+        js = self._nc.jetstream(timeout=self._timeout)
+        prefix = f"$KV.{self.bucket}."
+        info = await js.stream_info(f"KV_{self.bucket}", subjects_filter=f"{prefix}>")
+        listed = [s.removeprefix(prefix) for s in (info.state.subjects or {})]
         live = await asyncio.gather(*(self._exists(key) for key in listed))
         return [key for key, ok in zip(listed, live, strict=True) if ok]
 
