@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from actors.backend import on_files
 from actors.board.board import Board, acting_as
 from actors.board.fold import fold_all
 from actors.board.projections import Projections
@@ -110,6 +111,16 @@ class Stores:
             raise failure
 
 
+def _team_backend(repo: Repo, environ: Mapping[str, str] | None = None) -> NatsBackend | None:
+    """``actors.settings.team_backend`` of ``repo``, without importing the settings models when
+    the team is on files (docs/ARCHITECTURE.md, "Start-up and benchmarks")."""
+    if on_files(repo.settings_path, environ):
+        return None
+    from actors.settings import team_backend
+
+    return team_backend(repo.settings_path, environ)
+
+
 def open_stores(
     repo: Repo,
     *,
@@ -126,9 +137,7 @@ def open_stores(
     ``NatsWatcher``s of team TEAM (a notice says what stays in files). A bad value is a
     ``SettingsError`` naming the setting and its file; an unreachable server a
     ``MailboxesError``."""
-    from actors.settings import team_backend
-
-    backend = team_backend(repo.settings_path, environ)
+    backend = _team_backend(repo, environ)
     if backend is None:
         journal: EventStore
         if read_only:
@@ -379,10 +388,8 @@ def _build(
     create: bool = False,
     read_only: bool = False,
 ) -> Team:
-    from actors.settings import team_backend
-
     path = repo.team_dir / JOURNAL_NAME
-    if team_backend(repo.settings_path) is None and not create and not path.exists():
+    if _team_backend(repo) is None and not create and not path.exists():
         raise JournalMissing(path)  # before FileJournal, which would create the file
     stores = open_stores(repo, fsync=fsync, read_only=read_only)
     try:
@@ -402,9 +409,7 @@ def _build(
 
 def _file_only(repo: Repo, what: str) -> None:
     """Refuse ``what`` (a command on the journal file) when the team's journal is not a file."""
-    from actors.settings import team_backend
-
-    if team_backend(repo.settings_path) is not None:
+    if _team_backend(repo) is not None:
         raise TeamError(
             f"{what} works on the file journal only; this team's journal is on JetStream"
         )

@@ -12,7 +12,6 @@ once per command or runtime start.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,10 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from actors.backend import BACKEND_ENV as BACKEND_ENV  # re-exported
+from actors.backend import NatsBackend as NatsBackend  # re-exported
+from actors.backend import backend_setting
+from actors.backend import parse_backend as parse_backend  # re-exported
 from actors.errors import TeamError
 from harness.settings import SETTINGS_ENV as SETTINGS_ENV  # re-exported
 from harness.settings import (
@@ -41,36 +44,6 @@ from harness.shell.environment import CommandEnv, CommandEnvSettings
 from teamctl_base.models import Frozen
 
 MODEL_ENV = "TEAMCTL_MODEL"
-BACKEND_ENV = "TEAMCTL_BACKEND"
-"""Overrides the ``backend`` of ``.team/settings.json`` (docs/ARCHITECTURE.md, "Backends and
-seams")."""
-
-_NATS_BACKEND = re.compile(r"^nats://([^/]+)/([A-Za-z0-9_-]{1,64})$")
-_HOST_PORT = re.compile(r"^[A-Za-z0-9.\-]+:[0-9]{1,5}$|^\[[0-9A-Fa-f:.]+\]:[0-9]{1,5}$")
-
-
-@dataclass(frozen=True)
-class NatsBackend:
-    """``nats://HOST:PORT[,HOST:PORT…]/TEAM``: the journal and liveness of team ``team`` on the
-    JetStream servers ``servers`` (``nats://HOST:PORT`` each)."""
-
-    servers: tuple[str, ...]
-    team: str
-
-
-def parse_backend(value: str) -> NatsBackend | None:
-    """``"file"``: None (the ``.team/`` files); a ``nats://`` value: a ``NatsBackend``; anything
-    else: ``ValueError`` saying what is accepted."""
-    if value == "file":
-        return None
-    match = _NATS_BACKEND.match(value)
-    hosts = match.group(1).split(",") if match else []
-    if not match or not all(_HOST_PORT.match(h) for h in hosts):
-        raise ValueError(
-            f'{value!r} is not a backend: use "file" or nats://HOST:PORT[,HOST:PORT...]/TEAM '
-            "(TEAM: 1-64 of A-Z a-z 0-9 _ -)"
-        )
-    return NatsBackend(servers=tuple(f"nats://{h}" for h in hosts), team=match.group(2))
 
 
 class _Strict(Frozen):
@@ -409,18 +382,7 @@ def team_backend(path: Path, environ: Mapping[str, str] | None = None) -> NatsBa
     command that reads no other setting is not stopped by an unrelated one; a settings file that
     is not JSON counts as ``"file"`` here (the commands that load settings report it). A bad value
     is one ``SettingsError`` line naming the setting and where it came from."""
-    import json
-
-    env = os.environ if environ is None else environ
-    value: object = env.get(BACKEND_ENV) or None
-    source = f"${BACKEND_ENV}"
-    if value is None:
-        source = f"settings {path}: backend"
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            raw = None
-        value = raw.get("backend", "file") if isinstance(raw, dict) else "file"
+    value, source = backend_setting(path, environ)
     if not isinstance(value, str):
         raise SettingsError(f"{source}: {value!r} is not a backend: use a string")
     try:

@@ -3,8 +3,10 @@
 A real ``TeamRuntime`` (watcher with its 2 s rescan tick, Supervisor) hosts the lead and 32
 teammates that have nothing to do (scripted model, never called). CPU is the process's user+sys
 time over a quiet window divided by the window; RSS per teammate is the growth of the process's
-resident set from the lead-only runtime to the 32-teammate one, divided by 32. Prints one JSON
-object; exits 1 when a figure misses its target.
+resident set from the lead-only runtime to the 32-teammate one, divided by 32. The same team
+with the fallback watcher (``TEAMCTL_WATCHER=watchfiles``, a 5 ms polling step) is measured in
+the same run for comparison (shown, no target). Prints one JSON object; exits 1 when a figure
+misses its target.
 
     python -m benchmarks.bench_idle_cost [--teammates 32] [--window 10] [--quick]
 """
@@ -12,6 +14,7 @@ object; exits 1 when a figure misses its target.
 from __future__ import annotations
 
 import gc
+import os
 import resource
 import subprocess
 import threading
@@ -22,7 +25,7 @@ from actors.factory import init_team
 from actors.runtime.runtime import TeamRuntime
 from actors.services import TeammateSpec
 from actors.settings import Settings, TeamSettings
-from benchmarks.common import at_most, finish, parser, scratch
+from benchmarks.common import at_most, finish, parser, scratch, shown
 from harness.model.scripted import ScriptedModel
 
 
@@ -41,7 +44,7 @@ def cpu_s() -> float:
 
 def run(teammates: int, window_s: float, tmp: Path) -> dict[str, float]:
     root = tmp / "repo"
-    root.mkdir()
+    root.mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     init_team(root)
     model = ScriptedModel({"agents": {"*": {"rules": []}}})
@@ -83,10 +86,19 @@ def main(argv: list[str] | None = None) -> None:
     if args.quick:
         args.teammates, args.window = 2, 0.5
     with scratch("idle-cost") as tmp:
-        got = run(args.teammates, args.window, tmp)
+        got = run(args.teammates, args.window, tmp / "default")
+        before, os.environ["TEAMCTL_WATCHER"] = os.environ.get("TEAMCTL_WATCHER"), "watchfiles"
+        try:
+            fallback = run(args.teammates, args.window, tmp / "fallback")
+        finally:
+            if before is None:
+                del os.environ["TEAMCTL_WATCHER"]
+            else:
+                os.environ["TEAMCTL_WATCHER"] = before
     figures = [
         at_most("idle_cpu_pct_of_one_core", got["cpu_pct"], "%", 1.0),
         at_most("idle_rss_per_teammate", got["rss_kib"] / 1024.0, "MiB", 1.0),
+        shown("idle_cpu_pct_of_one_core_watchfiles_fallback", fallback["cpu_pct"], "%"),
     ]
     finish("idle_cost", figures, quick=args.quick, teammates=args.teammates)
 

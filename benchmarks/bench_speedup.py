@@ -2,21 +2,30 @@
 
 A real ``TeamRuntime`` with the real team tools and a scripted model whose teammate replies each
 take ``--latency-ms`` (the lead's replies are instant: it is not on the tasks' path). Teammates are
-spawned and idle first; the clock starts when the 8 tasks are put on the board and stops when all
-are completed and every teammate is idle again (each task takes two calls: one that completes it,
-one that ends the turn). The speed-up is a ratio of two drains in the same run. Prints one JSON
-object; exits 1 when a figure misses its target.
+spawned and idle first; the clock starts when the 8 tasks are put on the board (in one commit, as
+``teamctl task import`` does) and stops when all are completed and every teammate is idle again
+(each task takes one model call: its ``complete_task`` ends the turn, a terminal tool). The
+speed-up is a ratio of two drains in the same run. Prints one JSON object; exits 1 when a figure
+misses its target.
 
-    python -m benchmarks.bench_speedup [--tasks 8] [--latency-ms 300] [--runs 3] [--quick]
+``--timeline`` adds, for the many-teammate drain, the ms from the tasks put on the board to the
+last claim, the last completion and the last teammate idle (medians; from the journal's
+timestamps): how much of the drain is fan-out before the model calls and how much the tail.
+
+    python -m benchmarks.bench_speedup [--tasks 8] [--latency-ms 300] [--runs 3] [--timeline]
+        [--quick]
 """
 
 from __future__ import annotations
 
+import json
+import statistics
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
+from actors.board.bulk import NewTask
 from actors.factory import init_team
 from actors.runtime.runtime import TeamRuntime
 from actors.services import TeammateSpec
@@ -48,7 +57,37 @@ def script(latency_ms: float) -> dict[str, Any]:
     }
 
 
-def drain(teammates: int, tasks: int, latency_ms: float, tmp: Path) -> float:
+PHASES = {
+    "claimed": "task.claimed",
+    "completed": "task.completed",
+    "idle": "member.status_changed",
+}
+"""Where the time of the many-teammate drain goes (``--timeline``): the last event of each kind,
+in ms after the tasks were put on the board, from the journal's timestamps."""
+
+
+def timeline(root: Path, start: float) -> dict[str, float]:
+    """The ms from ``start`` (wall time) to the last claim, completion and teammate idle."""
+    last = dict.fromkeys(PHASES, 0.0)
+    for line in (root / ".team" / "journal.jsonl").read_text(encoding="utf-8").splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        for phase, kind in PHASES.items():
+            if event.get("type") != kind or event["ts"] < start:
+                continue
+            if phase == "idle" and event["data"].get("status") != "idle":
+                continue
+            last[phase] = max(last[phase], (event["ts"] - start) * 1000)
+    return last
+
+
+def drain(
+    teammates: int, tasks: int, latency_ms: float, tmp: Path
+) -> tuple[float, dict[str, float]]:
+    """Seconds from the tasks put on the board to all completed and every teammate idle, and
+    the ``timeline`` of that drain."""
     root = tmp / f"repo{teammates}"
     root.mkdir()
     subprocess.run(["git", "init", "-q", str(root)], check=True)
@@ -68,9 +107,9 @@ def drain(teammates: int, tasks: int, latency_ms: float, tmp: Path) -> float:
             rt.services.spawn_teammate(TeammateSpec(name=f"w{i + 1}"), by="lead")
         if not rt.wait_idle(30):
             raise RuntimeError("the team did not settle")
-        t0 = time.monotonic()
-        for i in range(tasks):
-            rt.board.create(f"independent task {i + 1}")
+        t0, wall0 = time.monotonic(), time.time()
+        # All at once, as `teamctl task import` puts them (one journal commit).
+        rt.board.create_many([NewTask(f"independent task {i + 1}") for i in range(tasks)])
 
         def all_done() -> bool:
             state = rt.board.refresh()
@@ -80,9 +119,10 @@ def drain(teammates: int, tasks: int, latency_ms: float, tmp: Path) -> float:
 
         if not rt.wait_until(all_done, timeout=120):
             raise RuntimeError("tasks were not drained")
-        return time.monotonic() - t0
+        took = time.monotonic() - t0
     finally:
         rt.stop()
+    return took, timeline(root, wall0)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -90,19 +130,26 @@ def main(argv: list[str] | None = None) -> None:
     cmd.add_argument("--tasks", type=int, default=8)
     cmd.add_argument("--latency-ms", type=float, default=300.0)
     cmd.add_argument("--runs", type=int, default=3)
+    cmd.add_argument(
+        "--timeline",
+        action="store_true",
+        help="also report the last claim, completion and idle of the many-teammate drain",
+    )
     args = cmd.parse_args(argv)
     if args.quick:
         args.tasks, args.latency_ms, args.runs = 2, 50.0, 1
     ones, eights = [], []
+    phases: dict[str, list[float]] = {phase: [] for phase in PHASES}
     with scratch("speedup") as tmp:
         for run in range(args.runs):
             base = tmp / f"run{run}"
             base.mkdir()
-            ones.append(drain(1, args.tasks, args.latency_ms, base))
-            eights.append(drain(args.tasks, args.tasks, args.latency_ms, base))
-    ones.sort()
-    eights.sort()
-    one, eight = ones[len(ones) // 2], eights[len(eights) // 2]
+            ones.append(drain(1, args.tasks, args.latency_ms, base)[0])
+            took, last = drain(args.tasks, args.tasks, args.latency_ms, base)
+            eights.append(took)
+            for phase, ms in last.items():
+                phases[phase].append(ms)
+    one, eight = sorted(ones)[len(ones) // 2], sorted(eights)[len(eights) // 2]
     # n teammates on n tasks can at best be n times faster; 7 of 8 is the target.
     target = 7.0 * args.tasks / 8
     figures = [
@@ -110,6 +157,11 @@ def main(argv: list[str] | None = None) -> None:
         shown(f"drain_{args.tasks}_teammates", eight, "s"),
         at_least(f"speedup_{args.tasks}_vs_1", one / eight, "x", target, 2),
     ]
+    if args.timeline:
+        figures += [
+            shown(f"last_{phase}_ms", statistics.median(ms), "ms", 1)
+            for phase, ms in phases.items()
+        ]
     finish("speedup", figures, quick=args.quick, tasks=args.tasks)
 
 

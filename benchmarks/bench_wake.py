@@ -3,7 +3,8 @@
 A real ``TeamRuntime`` hosts the lead (scripted model, no latency). A child process delivers one
 message at a time into the lead's Maildir and reports the ``CLOCK_MONOTONIC`` time (system-wide
 on Linux) at which the delivery was durable; the lead's model records when its call starts. The
-watcher (inotify, debounce 5 ms, step 5 ms) is the only path: nothing in-process tells the lead.
+watcher (blocking inotify on Linux, watchfiles elsewhere) is the only path: nothing in-process
+tells the lead.
 Prints one JSON object; exits 1 when a figure misses its target.
 
     python -m benchmarks.bench_wake [--messages 200] [--quick]

@@ -64,7 +64,7 @@ SUBAGENT_TYPE = "general-purpose"
 """The ``agent_type`` of a ``task`` subagent in hook payloads (Claude Code's built-in name)."""
 
 DEFAULT_IDENTITY = (
-    "You are {name}, a coding agent working in a git repository. You act through tools; prefer "
+    "You are a coding agent working in a git repository. You act through tools; prefer "
     "reading before writing, make small verifiable changes, and say plainly what you did."
 )
 DEFAULT_GUIDANCE = (
@@ -94,7 +94,12 @@ class AgentConfig(Frozen):
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
     """Context window and compaction thresholds."""
     identity: str = DEFAULT_IDENTITY
-    """Static prompt: who the agent is (``{name}`` is filled in)."""
+    """Static prompt: who the agent is (``{name}`` is filled in, but the name also comes after
+    the shared part of the system prompt: an identity without it is shared by agents of one kind
+    and read from the prompt cache; docs/ARCHITECTURE.md, "Context and the prompt cache")."""
+    brief: str = ""
+    """This agent's own instructions (a teammate's prompt from the lead): in the system prompt
+    after the part shared by agents of one kind."""
     tool_guidance: str = DEFAULT_GUIDANCE
     """Static prompt: how to use the tools."""
     subagents: bool = True
@@ -250,10 +255,14 @@ class Agent:
             "Project instructions", load_instructions(self.root, self.cwd, denied=denied).text()
         )
         prompt.add_static(
-            "Workspace",
-            f"Repository root: {self.root}\nWorking directory: {self.cwd}\nAgent name: {cfg.name}",
+            "Workspace", f"Repository root: {self.root}\nWorking directory: {self.cwd}"
         )
         prompt.add_section("Skills", self.skills.catalog)
+        # The agent's own, after the shared block and its cache breakpoint: its name, its
+        # instructions, its SessionStart context (below).
+        name, brief = cfg.name, cfg.brief
+        prompt.add_own("Agent", lambda: f"Your name is {name}.")
+        prompt.add_own("Your instructions", lambda: brief)
         # Volatile: sent as a reminder at the tail of the conversation whenever it changes (the
         # first one with the first request of a session, a resumed one too).
         prompt.add_volatile("Working directory", lambda: str(self.cwd), known=str(self.cwd))
@@ -267,7 +276,7 @@ class Agent:
             if start is not None and start.blocked:  # exit 2: shown to the user only
                 log.warning("SessionStart hook of %s: %s", self.config.name, start.reason)
             context = start.additional_context or "" if start else ""
-            prompt.add_section("Session start", lambda: context)
+            prompt.add_own("Session start", lambda: context)
         return prompt
 
     # -- hooks (HookRunner → loop callbacks; docs/ARCHITECTURE.md, "Hooks") ------------------

@@ -3,7 +3,7 @@
 Layout: ``<root>/<agent>/{tmp,new,cur,bad}``. A sender writes ``tmp/<name>``, fsyncs it, links
 it into ``new/<name>`` (never replacing a file already there), removes the ``tmp`` name and fsyncs
 ``new/``; only then is the delivery acknowledged. Readers list ``new/`` and so never see a partial
-message. ``<name>`` is ``<ns:020>.<pid>-<seq>-<host>.<msg_id>`` (``UniqueNames``): it sorts by
+message. ``<name>`` is ``<ns:020>.<pid>-<seq:010>-<host>.<msg_id>`` (``UniqueNames``): it sorts by
 delivery time and is unique across processes and hosts even when two of them deliver the same
 message id in the same nanosecond; should a name still be taken, in ``tmp/`` or in ``new/``, the
 sender retries with a fresh one. Ack renames ``new/<name>`` to ``cur/<name>``. A file in ``new``
@@ -60,8 +60,19 @@ NameSource = Callable[[int, str], str]
 again with the same arguments after a collision, it must eventually return a different name."""
 
 
+_pid = [os.getpid()]
+"""This process's id, kept rather than asked for on every delivery; a forked child re-reads it."""
+
+
+def _forked() -> None:
+    _pid[0] = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
 class UniqueNames:
-    """The production ``NameSource``: ``<ns:020>.<pid>-<seq>-<host>.<msg_id>``.
+    """The production ``NameSource``: ``<ns:020>.<pid>-<seq:010>-<host>.<msg_id>``.
 
     ``seq`` counts per process, so names from one host never repeat, and the host (letters, digits
     and ``-`` only) keeps two hosts sharing a folder apart. Thread-safe."""
@@ -76,7 +87,9 @@ class UniqueNames:
         with self._lock:
             self._seq += 1
             seq = self._seq
-        return f"{ns:020d}.{os.getpid()}-{seq}-{self.host}.{msg_id}"
+        # ``seq`` zero-padded: at one ``ns`` (a fixed clock, two Maildirs in one process) the
+        # names then still sort in send order when the count gains a digit (9 -> 10).
+        return f"{ns:020d}.{_pid[0]}-{seq:010d}-{self.host}.{msg_id}"
 
 
 _UNIQUE_NAMES = UniqueNames()  # one counter per process, shared by every Maildir in it
@@ -186,13 +199,18 @@ class Maildir:
         check_agent_name(sender)
         targets: list[tuple[MessageDraft, str]] = []
         base = os.fspath(self.root)  # plain strings: pathlib costs more than the stat
-        for draft in drafts:
-            if draft.to == BROADCAST:
-                targets.extend((draft, agent) for agent in self.agents() if agent != sender)
-            elif os.path.isdir(f"{base}/{check_agent_name(draft.to)}/new"):
-                targets.append((draft, draft.to))
-            else:
-                raise UnknownRecipient(draft.to, self.agents())
+        if len(drafts) == 1 and drafts[0].to != BROADCAST:
+            # One recipient: no stat up front. A missing inbox fails the create in ``tmp/`` or
+            # the link into ``new/`` instead, and ``_commit`` turns that into the same refusal.
+            targets.append((drafts[0], check_agent_name(drafts[0].to)))
+        else:
+            for draft in drafts:
+                if draft.to == BROADCAST:
+                    targets.extend((draft, agent) for agent in self.agents() if agent != sender)
+                elif os.path.isdir(f"{base}/{check_agent_name(draft.to)}/new"):
+                    targets.append((draft, draft.to))
+                else:
+                    raise UnknownRecipient(draft.to, self.agents())
         staged: list[tuple[Envelope, str]] = []
         for draft, recipient in targets:
             now = self._clock.now()
@@ -240,12 +258,17 @@ class Maildir:
         base = os.fspath(self.root)
         written: dict[str, None] = {}
         new_dirs: dict[str, None] = {}
-        tmp_names: list[str] = []
+        tmp_names: list[tuple[str, str]] = []  # (path, name) of each message's ``tmp/`` file
         try:
             for envelope, name, data in payloads:
-                fd, tmp = self._create_tmp(f"{base}/{envelope.to}/tmp", name, envelope.id)
+                try:
+                    fd, tmp, tmp_name = self._create_tmp(
+                        f"{base}/{envelope.to}/tmp", name, envelope.id
+                    )
+                except FileNotFoundError:
+                    raise UnknownRecipient(envelope.to, self.agents()) from None
                 written[tmp] = None
-                tmp_names.append(tmp)
+                tmp_names.append((tmp, tmp_name))
                 try:
                     write_all(fd, data)
                     self._step("tmp_written")
@@ -256,9 +279,14 @@ class Maildir:
                     os.close(fd)
                 self._step("tmp_synced")
             crash_point("maildir.before_rename")
-            for (envelope, _, _), tmp in zip(payloads, tmp_names, strict=True):
+            for (envelope, _, _), (tmp, name) in zip(payloads, tmp_names, strict=True):
                 new_dir = f"{base}/{envelope.to}/new"
-                self._publish(tmp, new_dir, envelope.id)
+                try:
+                    self._publish(tmp, name, new_dir, envelope.id)
+                except FileNotFoundError:  # no ``new/``: not a (complete) inbox
+                    if os.path.isdir(new_dir):
+                        raise
+                    raise UnknownRecipient(envelope.to, self.agents()) from None
                 del written[tmp]
                 new_dirs[new_dir] = None
                 self._step("renamed")
@@ -267,29 +295,33 @@ class Maildir:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp)
         for new_dir in new_dirs:
-            fsync_dir(Path(new_dir), self._fsync)
+            dir_fd = os.open(new_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                self._fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
             self._step("dir_synced")
         return [envelope for envelope, _, _ in payloads]
 
-    def _create_tmp(self, tmp_dir: str, name: str, msg_id: str) -> tuple[int, str]:
-        """Create ``tmp_dir/<name>`` exclusively, under a fresh name if that one is taken."""
+    def _create_tmp(self, tmp_dir: str, name: str, msg_id: str) -> tuple[int, str, str]:
+        """Create ``tmp_dir/<name>`` exclusively, under a fresh name if that one is taken
+        (``FileNotFoundError``: no ``tmp_dir``). Returns the descriptor, path and name."""
         for candidate in self._fresh_names(name, msg_id):
             path = f"{tmp_dir}/{candidate}"
             try:
-                return os.open(
-                    path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600
-                ), path
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+                return fd, path, candidate
             except FileExistsError:
                 log.warning(
                     "maildir name %s is taken in %s; retrying with a new one", candidate, tmp_dir
                 )
         raise _names_taken(msg_id)
 
-    def _publish(self, tmp: str, new_dir: str, msg_id: str) -> None:
+    def _publish(self, tmp: str, name: str, new_dir: str, msg_id: str) -> None:
         """Move ``tmp`` into ``new_dir`` under its name or, if a file already has that name there,
         under a fresh one: a link never replaces a file, where a rename would silently drop the
         message already there. File systems without hard links fall back to a rename."""
-        for candidate in self._fresh_names(os.path.basename(tmp), msg_id):
+        for candidate in self._fresh_names(name, msg_id):
             try:
                 os.link(tmp, f"{new_dir}/{candidate}")
             except FileExistsError:

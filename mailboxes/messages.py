@@ -147,11 +147,16 @@ def parse_envelope(raw: bytes) -> Envelope:
         raise InvalidEnvelope(errors, raw) from None
 
 
+_DUMP_KEYS = tuple((field.alias or name, name) for name, field in Envelope.model_fields.items())
+"""``(JSON key, attribute)`` of every envelope field."""
+
+
 def dump_envelope(envelope: Envelope) -> bytes:
     """Canonical JSON bytes of ``envelope`` (what ``parse_envelope`` reads back)."""
     try:
-        # Python mode keeps NaN and non-JSON values so canonical_dumps refuses them loudly.
-        text = canonical_dumps(envelope.model_dump(by_alias=True))
+        # The fields as they are (no model_dump copy: this runs once per delivery), so NaN and
+        # non-JSON values in the body reach canonical_dumps, which refuses them loudly.
+        text = canonical_dumps({key: getattr(envelope, name) for key, name in _DUMP_KEYS})
     except (TypeError, ValueError) as exc:
         raise InvalidEnvelope(f"body is not plain JSON: {exc}", b"") from None
     return text.encode("utf-8")

@@ -1,24 +1,29 @@
-"""Wake-up hints from file changes by any process, via ``watchfiles``
-(docs/ARCHITECTURE.md, "Mailboxes" and "Backends and seams").
+"""Wake-up hints from file changes by any process (docs/ARCHITECTURE.md, "Mailboxes" and
+"Backends and seams").
 
 Hints are only hints: the consumer re-lists what it cares about on every call. ``FileWatcher``
 is the raw layer: ``on_change`` receives the changed paths, or an empty set on the periodic
-rescan tick, which comes at least every ``rescan_s`` so that a dropped inotify event costs at
-most one tick. If the native watcher cannot start (missing folder, inotify limits), the thread
-falls back to ticks alone. ``HintWatcher`` is the file ``Watcher`` of ``mailboxes.ports``: it
-watches the journal and the Maildir root and translates their paths into typed hints
-(``JournalAdvanced``, ``InboxChanged(agent)``, ``Tick``), so nothing outside ``mailboxes/``
-looks at a path.
+rescan tick, which comes at least every ``rescan_s`` so that a dropped event costs at most one
+tick. On Linux it blocks on an inotify descriptor and a stop pipe (``mailboxes.inotify``): no
+wake-up at all while nothing changes, besides the tick; an inotify queue overflow is reported as
+an immediate tick. Elsewhere (or if inotify cannot start) it uses ``watchfiles``, whose loop
+polls every ``step_ms``. If neither can start (missing folder, limits), the thread falls back to
+ticks alone. ``HintWatcher`` is the file ``Watcher`` of ``mailboxes.ports``: it watches the
+journal and the Maildir root and translates their paths into typed hints (``JournalAdvanced``,
+``InboxChanged(agent)``, ``Tick``), so nothing outside ``mailboxes/`` looks at a path.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import select
 import threading
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-
-import watchfiles
+from typing import Literal
 
 from mailboxes.messages import check_agent_name
 from mailboxes.ports import Hint, InboxChanged, JournalAdvanced, OnHints, Tick
@@ -28,10 +33,39 @@ __all__ = ["FileWatcher", "HintWatcher", "hints_for"]
 log = logging.getLogger(__name__)
 
 OnChange = Callable[[set[Path]], None]
+Backend = Literal["auto", "inotify", "watchfiles"]
+
+
+class _Run:
+    """One start-to-stop run of the thread: its stop flag, and the stop pipe whose byte wakes the
+    blocked ``poll``. Its own flag, so a run stopped from its callback and a new run started at
+    once never share one. The lock keeps a write from reaching a descriptor already closed."""
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self._lock = threading.Lock()
+        self.read_fd, self._write_fd = os.pipe()
+        os.set_blocking(self._write_fd, False)
+
+    def wake(self) -> None:
+        self.stop.set()
+        with self._lock:
+            if self._write_fd >= 0:
+                with contextlib.suppress(BlockingIOError):  # full: already woken
+                    os.write(self._write_fd, b"x")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._write_fd >= 0:
+                os.close(self._write_fd)
+                os.close(self.read_fd)
+                self._write_fd = self.read_fd = -1
 
 
 class FileWatcher:
-    """The ``watchfiles`` ``Watcher``: one background thread, callbacks run on it serially."""
+    """One background thread, callbacks run on it serially. ``backend``: ``"auto"`` (inotify
+    where the platform has it, else ``watchfiles``; ``TEAMCTL_WATCHER=watchfiles`` in the
+    environment forces the fallback), or one of them explicitly."""
 
     def __init__(
         self,
@@ -41,16 +75,24 @@ class FileWatcher:
         *,
         debounce_ms: int = 5,
         step_ms: int = 5,
+        backend: Backend = "auto",
     ) -> None:
         self.paths = tuple(Path(p) for p in paths)
         self._on_change = on_change
         self._rescan_ms = max(1, int(rescan_s * 1000))
         self._debounce_ms = debounce_ms
         self._step_ms = step_ms
-        self._stop = threading.Event()
+        if backend == "auto" and os.environ.get("TEAMCTL_WATCHER") == "watchfiles":
+            backend = "watchfiles"
+        self._backend = backend
         self._ready = threading.Event()
         self._thread: threading.Thread | None = None
+        self._current: _Run | None = None
         self._lock = threading.Lock()
+        self.wakeups = 0
+        """Times the blocking inotify wait returned (changes, ticks, stop); for tests."""
+        self.using: str | None = None
+        """The backend the last run uses: ``inotify``, ``watchfiles`` or ``ticks``."""
 
     def start(self) -> None:
         """Start watching in a background thread (idempotent). Returns once the native watcher
@@ -58,22 +100,32 @@ class FileWatcher:
         with self._lock:
             if self._thread is not None:
                 return
-            self._stop.clear()
             self._ready.clear()
-            self._thread = threading.Thread(target=self._run, name="teamctl-watch", daemon=True)
+            self._current = _Run()
+            self._thread = threading.Thread(
+                target=self._run, args=(self._current,), name="teamctl-watch", daemon=True
+            )
             self._thread.start()
         self._ready.wait(timeout=5.0)
 
     def stop(self) -> None:
-        """Stop and join the thread (idempotent); returns within a few ``step_ms``. Called from
-        a callback, it stops the thread without joining it."""
+        """Stop and join the thread (idempotent); returns at once with inotify, within a few
+        ``step_ms`` with watchfiles. Called from a callback, it stops the thread without
+        joining it."""
         with self._lock:
             thread, self._thread = self._thread, None
-        if thread is None:
+            run, self._current = self._current, None
+        if thread is None or run is None:
             return
-        self._stop.set()
+        run.wake()
         if thread is not threading.current_thread():  # stop() from a callback cannot join
             thread.join()
+
+    @property
+    def thread_id(self) -> int | None:
+        """The watching thread's native id (None when not running); for tests."""
+        thread = self._thread
+        return thread.native_id if thread is not None else None
 
     def __enter__(self) -> FileWatcher:
         self.start()
@@ -82,35 +134,87 @@ class FileWatcher:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _run(self) -> None:
+    def _run(self, run: _Run) -> None:
         try:
-            self._watch()
+            if self._backend != "watchfiles" and self._watch_inotify(run):
+                return
+            self.using = "watchfiles"
+            self._watch(run)
         except Exception:
             log.exception(
                 "file watcher failed; falling back to rescan ticks every %d ms", self._rescan_ms
             )
+            self.using = "ticks"
             self._ready.set()
-            while not self._stop.wait(self._rescan_ms / 1000):
-                self._call(set())
+            while not run.stop.wait(self._rescan_ms / 1000):
+                self._call(run, set())
         finally:
             self._ready.set()
+            run.close()
 
-    def _watch(self) -> None:
+    def _watch_inotify(self, run: _Run) -> bool:
+        """Block on the inotify descriptor and the stop pipe until stopped; False if inotify
+        cannot start here (then the caller uses watchfiles)."""
+        from mailboxes.inotify import InotifyTree
+
+        try:
+            tree = InotifyTree(self.paths)
+        except OSError as exc:
+            if self._backend == "inotify":
+                raise
+            log.debug("inotify unavailable (%s); using watchfiles", exc)
+            return False
+        try:
+            tree.arm()
+            if tree.watches == 0:
+                raise OSError(f"nothing to watch in {[str(p) for p in self.paths]}")
+            self.using = "inotify"
+            poller = select.poll()
+            poller.register(tree.fileno(), select.POLLIN)
+            poller.register(run.read_fd, select.POLLIN)
+            self._ready.set()
+            rescan_s = self._rescan_ms / 1000
+            next_tick = time.monotonic() + rescan_s
+            while not run.stop.is_set():
+                wait_ms = max(0, int((next_tick - time.monotonic()) * 1000) + 1)
+                ready = poller.poll(wait_ms)
+                self.wakeups += 1
+                if run.stop.is_set():
+                    break
+                changed: set[Path] = set()
+                overflow = False
+                if ready:
+                    changed, overflow = tree.read()
+                if tree.pending and (overflow or not ready):
+                    changed |= tree.retry_pending()
+                if changed:
+                    self._call(run, changed)
+                now = time.monotonic()
+                if overflow or now >= next_tick:  # an overflow may have lost changes: re-scan
+                    self._call(run, set())
+                    next_tick = now + rescan_s
+        finally:
+            tree.close()
+        return True
+
+    def _watch(self, run: _Run) -> None:
+        import watchfiles
+
         changes_iter = watchfiles.watch(
             *self.paths,
             watch_filter=None,
             debounce=self._debounce_ms,
             step=self._step_ms,
-            stop_event=_ArmedProbe(self._stop, self._ready),
+            stop_event=_ArmedProbe(run.stop, self._ready),
             rust_timeout=self._rescan_ms,
             yield_on_timeout=True,
             raise_interrupt=False,
         )
         for changes in changes_iter:
-            self._call({Path(path) for _, path in changes})
+            self._call(run, {Path(path) for _, path in changes})
 
-    def _call(self, paths: set[Path]) -> None:
-        if self._stop.is_set():
+    def _call(self, run: _Run, paths: set[Path]) -> None:
+        if run.stop.is_set():
             return
         try:
             self._on_change(paths)
@@ -169,12 +273,13 @@ class HintWatcher:
         journal: Path | None = None,
         mailboxes: Path | None = None,
         rescan_s: float = 2.0,
+        backend: Backend = "auto",
     ) -> None:
         self._on_hints = on_hints
         self._journal = journal
         self._mailboxes = mailboxes
         paths = [p for p in (mailboxes, journal) if p is not None]
-        self._files = FileWatcher(paths, self._on_paths, rescan_s)
+        self._files = FileWatcher(paths, self._on_paths, rescan_s, backend=backend)
 
     def start(self) -> None:
         self._files.start()
@@ -196,7 +301,7 @@ class HintWatcher:
 
 
 def _forms(path: Path | None) -> tuple[Path, ...]:
-    """``path`` as watchfiles may report it: absolute, and with symlinks resolved."""
+    """``path`` as a watcher may report it: absolute, and with symlinks resolved."""
     if path is None:
         return ()
     return tuple(dict.fromkeys((Path(path).absolute(), Path(path).resolve())))

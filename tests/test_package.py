@@ -35,7 +35,7 @@ PACKAGE_DEPS: dict[str, frozenset[str]] = {
 ``mailboxes`` and ``harness`` never import each other, ``actors`` is on top."""
 
 ACTORS_LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "messages"),
+    ("errors", "messages", "backend"),
     ("repo", "settings", "board"),
     ("factory", "jobs", "worktrees"),
     ("services",),
@@ -51,7 +51,8 @@ only units of lower layers; units of one layer do not import each other.
 =====  =================================  ======================================================
 layer  units                              what they are
 =====  =================================  ======================================================
-1      ``errors``, ``messages``           the error family; the actors' message values
+1      ``errors``, ``messages``,          the error family; the actors' message values; which
+       ``backend``                        backend a team is on
 2      ``repo``, ``settings``, ``board``  the repository and its settings; team state, the fold,
                                           the task board and the protocols' journal commands
 3      ``factory``, ``jobs``,             a team's durable objects; background jobs and cron;

@@ -46,6 +46,7 @@ from actors.board.rules import (
 )
 from actors.board.state import EMPTY, Task, TeamState, task_id
 from actors.errors import CycleError, DuplicateMember, HasDependents, InvalidTransition, TeamError
+from mailboxes.errors import WriteFailed
 from mailboxes.events import (
     Event,
     EventDraft,
@@ -201,6 +202,13 @@ class Board:
 
             try:
                 result = self._store.append(decide, after=base.seq)
+            except WriteFailed:
+                # A failed fdatasync rolls back every append not yet durable, others' included,
+                # so the state may hold events that are gone (docs/RELIABILITY.md): fold again.
+                caught.clear()
+                loaded = snapshot.load(self._snapshots, self._store) if self._snapshots else None
+                self._state = loaded or EMPTY
+                raise
             finally:
                 if caught:
                     self._state = caught[-1]
@@ -491,10 +499,13 @@ class Board:
         role: str | None = None,
         accept: Callable[[Task], bool] | None = None,
         op_id: str | None = None,
+        also: Sequence[Payload] = (),
     ) -> ClaimResult:
         """Atomically claim the lowest-id ready task ``owner`` may take: tasks without a role,
         or with ``role``, that ``accept`` (a pure filter, e.g. on tools; run under the lock)
-        agrees to. At most one; refused if ``owner`` already holds a task."""
+        agrees to. At most one; refused if ``owner`` already holds a task. ``also``: events
+        appended after the claim in the same commit, only if it is made (e.g. the owner's
+        status turning ``working``)."""
         check_agent_name(owner)
 
         def step(st: TeamState) -> _Step:
@@ -508,7 +519,8 @@ class Board:
                     and st.is_ready(task)
                     and (accept is None or accept(task))
                 ):
-                    return TaskClaimed(task_id=task.id, owner=owner, epoch=task.epoch + 1)
+                    claimed = TaskClaimed(task_id=task.id, owner=owner, epoch=task.epoch + 1)
+                    return (claimed, *also) if also else claimed
             return _Refused("no ready task")
 
         done = self._command(op_id, step)

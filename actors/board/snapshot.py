@@ -19,6 +19,7 @@ backend stores it the same way.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import logging
@@ -27,6 +28,8 @@ from functools import cache
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+
+from pydantic_core import from_json
 
 from actors.board.state import (
     Member,
@@ -70,10 +73,6 @@ def event_key(event: Event) -> list[Any]:
     return [event.seq, event.ts, event.type, event.actor, event.op_id]
 
 
-def _frozen(mapping: dict[str, Any]) -> Mapping[str, Any]:
-    return MappingProxyType(mapping) if mapping else _EMPTY_MAP
-
-
 def _task_row(task: Task) -> list[Any]:
     row: list[Any] = list(task)
     row[6], row[7] = list(task.blocked_by), list(task.blocks)
@@ -82,11 +81,31 @@ def _task_row(task: Task) -> list[Any]:
     return row
 
 
-def _task(row: list[Any]) -> Task:
-    row[6], row[7] = tuple(row[6]), tuple(row[7])
-    row[10] = TaskPlan._make(row[10])
-    row[15] = _frozen(row[15])
-    return Task._make(row)
+def _tasks(rows: list[list[Any]]) -> dict[str, Task]:
+    """The tasks of a snapshot's rows (reused in place). Equal plans share one ``TaskPlan``."""
+    plans: dict[tuple[Any, ...], TaskPlan] = {}
+    make = Task._make
+    tasks = {}
+    for row in rows:
+        row[6] = tuple(row[6]) if row[6] else ()
+        row[7] = tuple(row[7]) if row[7] else ()
+        key = tuple(row[10])
+        plan = plans.get(key)
+        if plan is None:
+            plan = plans[key] = TaskPlan._make(key)
+        row[10] = plan
+        row[15] = MappingProxyType(row[15]) if row[15] else _EMPTY_MAP
+        tasks[row[0]] = make(row)
+    return tasks
+
+
+def _parse(raw: bytes) -> Any:
+    """JSON ``raw`` parsed by pydantic's parser (about a fifth faster than ``json.loads`` on a
+    snapshot); ``json.loads`` for what it refuses that ``json.dumps`` writes (lone surrogates)."""
+    try:
+        return from_json(raw)
+    except ValueError:
+        return json.loads(raw)
 
 
 def _member(row: list[Any]) -> Member:
@@ -126,6 +145,34 @@ def encode(state: TeamState, at: Event) -> bytes:
     return json.dumps(header, sort_keys=True).encode() + b"\n" + raw
 
 
+def _state(body: dict[str, Any]) -> TeamState:
+    """The ``TeamState`` of a snapshot's parsed body."""
+    return TeamState(
+        name=body["name"],
+        seq=body["seq"],
+        team_seq=body["team_seq"],
+        next_task=body["next_task"],
+        tasks=MappingProxyType(_tasks(body["tasks"])),
+        members=MappingProxyType({row[0]: _member(row) for row in body["members"]}),
+        holdings=MappingProxyType(body["holdings"]),
+        plan_requests=MappingProxyType(
+            {row[0]: PlanRequest._make(row) for row in body["plan_requests"]}
+        ),
+        ops=MappingProxyType(body["ops"]),
+        worktrees=MappingProxyType(
+            {row[0]: WorktreeRecord._make(row) for row in body["worktrees"]}
+        ),
+        usage=UsageTotals._make(body["usage"]),
+        agent_usage=MappingProxyType(
+            {k: UsageTotals._make(v) for k, v in body["agent_usage"].items()}
+        ),
+        task_usage=MappingProxyType(
+            {k: UsageTotals._make(v) for k, v in body["task_usage"].items()}
+        ),
+        untasked_usage=UsageTotals._make(body["untasked_usage"]),
+    )
+
+
 def decode(data: bytes) -> tuple[TeamState, list[Any]]:
     """The state in a snapshot and the key of the event it was made at (``SnapshotRejected``
     when its checksum or fold fingerprint does not match)."""
@@ -138,32 +185,15 @@ def decode(data: bytes) -> tuple[TeamState, list[Any]]:
             raise SnapshotRejected("made by another version of the fold")
         if hashlib.sha256(raw).hexdigest() != header.get("sha256"):
             raise SnapshotRejected("checksum mismatch")
-        body = json.loads(raw)
-        tasks = {row[0]: _task(row) for row in body["tasks"]}
-        state = TeamState(
-            name=body["name"],
-            seq=body["seq"],
-            team_seq=body["team_seq"],
-            next_task=body["next_task"],
-            tasks=MappingProxyType(tasks),
-            members=MappingProxyType({row[0]: _member(row) for row in body["members"]}),
-            holdings=MappingProxyType(body["holdings"]),
-            plan_requests=MappingProxyType(
-                {row[0]: PlanRequest._make(row) for row in body["plan_requests"]}
-            ),
-            ops=MappingProxyType(body["ops"]),
-            worktrees=MappingProxyType(
-                {row[0]: WorktreeRecord._make(row) for row in body["worktrees"]}
-            ),
-            usage=UsageTotals._make(body["usage"]),
-            agent_usage=MappingProxyType(
-                {k: UsageTotals._make(v) for k, v in body["agent_usage"].items()}
-            ),
-            task_usage=MappingProxyType(
-                {k: UsageTotals._make(v) for k, v in body["task_usage"].items()}
-            ),
-            untasked_usage=UsageTotals._make(body["untasked_usage"]),
-        )
+        # Decoding allocates a few hundred thousand containers, none in a cycle: pausing the
+        # cyclic garbage collector meanwhile halves the time (it would scan them many times).
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            state = _state(_parse(raw))
+        finally:
+            if paused:
+                gc.enable()
         at = header["at"]
     except SnapshotRejected:
         raise

@@ -15,7 +15,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -365,22 +366,35 @@ class MemberHosting:
 
     def _halt(self, hosted: Hosted, timeout_s: float) -> None:
         """Interrupt and stop the actor; close the agent when the actor has really stopped."""
+        self._halting(hosted)(time.monotonic() + timeout_s)
+
+    def _halting(self, hosted: Hosted) -> Callable[[float], None]:
+        """Interrupt the actor and ask it to stop without waiting; returns the wait (until a
+        ``time.monotonic()`` deadline), which closes the agent once the actor really stopped.
+        Asking several actors first and waiting for them next stops them in parallel."""
         ref, agent = self._roster.take_actor(hosted)
         if agent is not None:
             agent.interrupt()
-        stopped = True
+        asked: pykka.Future[bool] | None = None
         if ref is not None:
-            try:
-                ref.stop(block=True, timeout=timeout_s)
-            except pykka.Timeout:
-                stopped = False
-                log.warning(
-                    "%s did not stop within %.1f s (stuck in a tool)", hosted.plan.name, timeout_s
-                )
-            except pykka.ActorDeadError:
-                pass
-        if agent is not None and stopped:
-            agent.close()
+            with contextlib.suppress(pykka.ActorDeadError):
+                stopping = ref.stop(block=False)
+                asked = stopping if isinstance(stopping, pykka.Future) else None
+
+        def wait(deadline: float) -> None:
+            if asked is not None:
+                timeout_s = max(0.0, deadline - time.monotonic())
+                try:
+                    asked.get(timeout=timeout_s)
+                except pykka.Timeout:
+                    log.warning("%s did not stop in time (stuck in a tool)", hosted.plan.name)
+                    return
+                except pykka.ActorDeadError:
+                    pass
+            if agent is not None:
+                agent.close()
+
+        return wait
 
     def stop_member(self, name: str, reason: str, *, timeout_s: float = 10.0) -> bool:
         """Stop a hosted member: actor stopped, claim released, ``member.stopped`` journaled,
@@ -401,16 +415,22 @@ class MemberHosting:
     def pause_members(self, names: list[str], reason: str, *, timeout_s: float = 10.0) -> list[str]:
         """The runtime stops politely (Ctrl-C, SIGTERM, ``/quit``, the end of a headless run):
         stop the actors but keep the members. Their claims, transcripts and unread mail stay;
-        every actor is stopped first (in ``names``' order), then all are recorded ``paused`` in
+        every actor is stopped first (asked in ``names``' order, all at once, then waited for with
+        one deadline), then all are recorded ``paused`` in
         ONE journal commit while their leases are still held, so no reaper ever sees a free
         lease on a claim meant to wait for ``teamctl resume`` (docs/RELIABILITY.md, "Stop and
         resume"); then the leases are freed. Returns the members paused (those hosted here and
         not stopped yet)."""
         ended = [(name, h) for name in names if (h := self._roster.end(name)) is not None]
         try:
-            for _name, hosted in ended:
+            waits = []
+            for _name, hosted in ended:  # all asked first: they stop in parallel
                 with contextlib.suppress(Exception):  # one stuck actor must not keep the others
-                    self._halt(hosted, timeout_s)
+                    waits.append(self._halting(hosted))
+            deadline = time.monotonic() + timeout_s
+            for wait in waits:
+                with contextlib.suppress(Exception):
+                    wait(deadline)
             bodies = [MemberStatusChanged(name=n, status=PAUSED, reason=reason) for n, _ in ended]
             if bodies:
                 self.board.execute(lambda state: [draft(b.TYPE, b.name, b) for b in bodies])

@@ -195,7 +195,14 @@ class Lead(AgentActor):
 
     def on_board_changed(self) -> None:
         """Held status notices are looked at again: the change may leave nobody at work."""
-        if self._holding and not self.start_turn():
+        if not self._holding:
+            return
+        # The board as the change left it (whoever sends ``BoardChanged`` has read it first): a
+        # teammate still at work keeps the notices held without reading the inbox again; the
+        # change that leaves nobody at work comes with its own ``BoardChanged``.
+        if team_at_work(self.host.board.state, lead=self.name, hosted=self.host.hosts):
+            return
+        if not self.start_turn():
             self._settle()
 
     def render_mail(self, batch: Sequence[Envelope]) -> str:

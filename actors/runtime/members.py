@@ -64,13 +64,13 @@ ToolsFactory = Callable[["TeamServices", str, MemberKind], "Sequence[Tool[Any]]"
 """``tools(services, agent_name, kind)``: the team tools of one agent."""
 
 LEAD_IDENTITY = (
-    "You are {name}, the lead of a team of coding agents working in one git repository. You "
+    "You are the lead of a team of coding agents working in one git repository. You "
     "split the user's request into tasks on the task board (with dependencies), spawn teammates "
     "who claim and do them, answer their messages, review their plans, and report to the user. "
     "After spawning teammates, end your turn: their results come back to you as messages."
 )
 TEAMMATE_IDENTITY = (
-    "You are {name}, a teammate in a team of coding agents working in one git repository. You "
+    "You are a teammate in a team of coding agents working in one git repository. You "
     "work on one task at a time from the task board; when it is done, call complete_task with a "
     "short summary of the outcome. Message the lead with send_message when you are blocked."
 )
@@ -237,14 +237,16 @@ def build_agent(
     ``mcp``'s servers (a member restricted by ``plan.tools`` gets only the MCP tools the list
     names: ``mcp__server__tool``, ``mcp__server__*`` or ``mcp__server``; see
     ``harness.host_setup``)."""
+    # The identity has no name, and the lead's prompt goes after the system prompt's shared
+    # block, so teammates share it in the prompt cache (docs/ARCHITECTURE.md, "Context and the
+    # prompt cache").
     identity = LEAD_IDENTITY if plan.kind == "lead" else TEAMMATE_IDENTITY
-    if plan.prompt:
-        identity += "\n\nYour instructions from the lead:\n" + plan.prompt
     config = AgentConfig(
         name=plan.name,
         model=plan.model,
         max_tokens=settings.models.max_tokens,
         identity=identity,
+        brief=f"From the lead:\n{plan.prompt}" if plan.prompt else "",
         fsync_transcript=fsync,
     )
     names: set[str] | None = None

@@ -74,6 +74,7 @@ class Roster:
         self._changed = threading.Condition(self._lock)
         self._hosted: dict[str, Hosted] = {}
         self._stopping = False
+        self._version = 0  # counts the changes: a wait checks its predicate outside the lock
 
     # -- waiting -------------------------------------------------------------------------------
 
@@ -93,23 +94,32 @@ class Roster:
     def notify(self) -> None:
         """Wake ``wait_until``: something may have changed."""
         with self._lock:
-            self._changed.notify_all()
+            self._changed_locked()
+
+    def _changed_locked(self) -> None:
+        self._version += 1
+        self._changed.notify_all()
 
     def wait_until(self, predicate: Callable[[], bool], timeout: float | None = None) -> bool:
         """Block until ``predicate()`` holds (True), the timeout passes or the runtime stops
-        (False); re-checked on every change."""
+        (False); re-checked on every change. The predicate runs outside the roster's lock (it
+        may read the board and the inboxes): the actors reporting changes never wait for it,
+        and a change during a check is not missed (it is counted, and checked again)."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._changed:
-            while True:
-                if predicate():
-                    return True
+        while True:
+            with self._lock:
+                seen = self._version
+            if predicate():
+                return True
+            with self._changed:
                 if self._stopping:
                     return False
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     return False
-                # The bound only guards against a missed notify; every change notifies.
-                self._changed.wait(timeout=min(left, 1.0) if left is not None else 1.0)
+                if self._version == seen:
+                    # The bound only guards against a missed notify; every change notifies.
+                    self._changed.wait(timeout=min(left, 1.0) if left is not None else 1.0)
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -162,7 +172,7 @@ class Roster:
             hosted = self._hosted.get(name)
             if hosted is not None:
                 hosted.abandoned.add(task_id)
-            self._changed.notify_all()
+            self._changed_locked()
 
     def held(self, name: str) -> list[str]:
         """The user inputs kept for the next incarnation of a stalled member."""
@@ -232,7 +242,7 @@ class Roster:
             if hosted is not None:
                 hosted.busy = busy and not hosted.stopped
                 hosted.last_activity = time.time()
-            self._changed.notify_all()
+            self._changed_locked()
 
     def input_given(self, name: str) -> ActorRef | None:
         """A user input for ``name`` is on its way to its actor (returned; None when it has
@@ -249,7 +259,7 @@ class Roster:
             hosted = self._hosted.get(name)
             if hosted is not None and hosted.inputs > 0:
                 hosted.inputs -= 1
-            self._changed.notify_all()
+            self._changed_locked()
 
     def hold(self, name: str, text: str) -> None:
         """Keep ``text`` for the next incarnation of the stalled ``name``."""

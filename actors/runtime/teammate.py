@@ -57,6 +57,7 @@ from actors.runtime.agent_actor import AgentActor, AgentHost
 from actors.services import TeamChannel
 from harness.ports import ToolUseBlock
 from mailboxes.errors import MailboxesError
+from mailboxes.events import MemberStatusChanged
 
 if TYPE_CHECKING:
     from actors.board.state import Task
@@ -135,7 +136,10 @@ def task_brief(
     task: Task, tasks: dict[str, Task] | Any, cwd: Path, root: Path | None = None
 ) -> str:
     """The input that hands ``task`` to a teammate. The working directory is named only when it
-    is not ``root`` (a worktree), which the system prompt already names."""
+    is not ``root`` (a worktree), which the system prompt already names. What every brief would
+    repeat stays out (the teammate's system prompt says to call complete_task when done; a
+    dependency's status is named only when it is not completed): the brief stays in the
+    conversation, sent again with every later request."""
     lines = [f"You now hold {claim_tag(task)}: {task.subject}"]
     if task.description:
         lines.append(f"Description: {task.description}")
@@ -145,7 +149,8 @@ def task_brief(
             dep = tasks.get(dep_id)
             outcome = (dep.summary or "(no summary)") if dep is not None else "(unknown)"
             status = dep.status if dep is not None else "unknown"
-            lines.append(f"- {dep_id} ({status}): {outcome}")
+            note = "" if status == "completed" else f" ({status})"
+            lines.append(f"- {dep_id}{note}: {outcome}")
     if cwd != root:
         lines.append(f"Working directory: {cwd}")
     if task.plan.required and not task.plan.approved:
@@ -153,7 +158,6 @@ def task_brief(
             "This task requires an approved plan: investigate read-only, then call submit_plan; "
             "you may change files only once the plan is approved."
         )
-    lines.append(f'When done: complete_task with task_id "{task.id}" and a summary.')
     return "\n".join(lines)
 
 
@@ -305,10 +309,12 @@ class Teammate(AgentActor):
     def _held(self) -> Task | None:
         return self.host.board.state.holding(self.name)
 
-    def _seek_work(self) -> bool:
-        """Pick up an assignment or claim the next ready task; True when a turn started."""
+    def _seek_work(self, *, refresh: bool = True) -> bool:
+        """Pick up an assignment or claim the next ready task; True when a turn started.
+        ``refresh`` False: the board as it is (a ``BoardChanged`` is sent after the board was
+        read, so it shows that change already; the claim itself is decided on the journal)."""
         board = self.host.board
-        state = board.refresh()
+        state = board.refresh() if refresh else board.state
         held = state.holding(self.name)
         ready = [t for t in state.ready(self.role, any_role=False) if self._may_claim(t)]
         if held is None and ready:
@@ -332,7 +338,11 @@ class Teammate(AgentActor):
     def _claim_next(self) -> Task | None:
         board = self.host.board
         if not self.host.worktree_per_task:
-            result = board.claim_next(self.name, role=self.role, accept=self._may_claim)
+            # Its status turns ``working`` in the claim's commit (one fsync, not two, between
+            # the board change and its model call); the turn's ``_set`` then journals nothing.
+            working = MemberStatusChanged(name=self.name, status="working")
+            also = () if self.status == "working" else (working,)
+            result = board.claim_next(self.name, role=self.role, accept=self._may_claim, also=also)
             return result.task if result.ok else None
         for _ in range(MAX_CLAIM_ATTEMPTS):  # each round, a faster teammate may take the task
             ready = [
@@ -520,8 +530,7 @@ class Teammate(AgentActor):
     def on_board_changed(self) -> None:
         if self._stopping:
             return
-        if not self._seek_work():
-            self.host.board.refresh()
+        if not self._seek_work(refresh=False):
             held = self._held()
             if held is not None and held.id == self.task_id:
                 self._sync_mode(held)

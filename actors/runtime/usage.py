@@ -196,7 +196,11 @@ class UsageMeter:
             started = self._turns.get(agent)
             if started is None or started[0] != turn:
                 started = self._turns[agent] = (turn, spent)
-        hit = find_cap(self._board.refresh(), self._caps, agent, spent - started[1])
+        caps = self._caps
+        board_caps = (caps.max_cost_usd, caps.max_tokens, caps.max_turns_per_task)
+        # Without a cap that reads the journal, no refresh (it would wait for a commit in flight).
+        state = self._board.state if board_caps == (None, None, None) else self._board.refresh()
+        hit = find_cap(state, caps, agent, spent - started[1])
         if hit is None:
             return None
         with self._lock:

@@ -3,9 +3,12 @@ spilling.
 
 Every request of an agent starts with the bytes of its previous request (tools → system →
 messages), so the prompt cache serves all of it but the new tail (docs/ARCHITECTURE.md, "Context
-and the prompt cache"). The system prompt is therefore one block fixed for the session: identity,
-tool guidance, static sections (memory guidance, project instructions) and session sections
-(workspace, skills catalog, MCP servers, SessionStart context) rendered once, at the first request.
+and the prompt cache"). The system prompt is therefore fixed for the session: a first block shared
+by the agents of one kind (identity, tool guidance, static sections such as the memory guidance
+and project instructions, session sections such as the workspace, skills catalog and MCP servers),
+the prompt-cache breakpoint, then a block of the agent's own sections (its name, a teammate's
+instructions from the lead, SessionStart context), so a second teammate reads the tools and the
+shared block from the cache the first one wrote. Both are rendered once, at the first request.
 What changes during a session (the lead's team state, the memory index, the working directory)
 is a volatile section: ``SystemPrompt.reminder`` renders the sections whose text changed since the
 last reminder as a ``<system-reminder>`` block, which the loop appends to the newest user message,
@@ -69,6 +72,7 @@ class SystemPrompt:
     sections: list[tuple[str, Provider]] = field(default_factory=list)
     static_sections: list[tuple[str, str]] = field(default_factory=list)
     volatile: list[tuple[str, Provider]] = field(default_factory=list)
+    own_sections: list[tuple[str, Provider]] = field(default_factory=list)
     _rendered: tuple[SystemBlock, ...] | None = field(default=None, init=False, repr=False)
     _sent: dict[str, str] = field(default_factory=dict, init=False, repr=False)
     _known: dict[str, str] = field(default_factory=dict, init=False, repr=False)
@@ -87,6 +91,13 @@ class SystemPrompt:
         self.sections.append((title, provider))
         self._rendered = None
 
+    def add_own(self, title: str, provider: Provider) -> None:
+        """Append a section of this agent's own (its name, its instructions): rendered once, like
+        a session section, but into the block after the prompt-cache breakpoint, so the block
+        before it stays byte-identical across the agents of one kind."""
+        self.own_sections.append((title, provider))
+        self._rendered = None
+
     def add_volatile(
         self, title: str, provider: Provider, *, known: str = "", mid_turn: bool = True
     ) -> None:
@@ -101,7 +112,8 @@ class SystemPrompt:
             self._turn_only.add(title)
 
     def blocks(self) -> tuple[SystemBlock, ...]:
-        """The system prompt: one block, a prompt-cache breakpoint, rendered once."""
+        """The system prompt, rendered once: the shared block, a prompt-cache breakpoint, then
+        (when there are any) the agent's own sections in a second block."""
         if self._rendered is None:
             text = (
                 self.identity
@@ -112,11 +124,10 @@ class SystemPrompt:
                 text += f"\n\n# {title}\n{static}"
             if self.volatile:
                 text += f"\n\n# Context updates\n{REMINDER_GUIDANCE}"
-            for title, provider in self.sections:
-                section = provider().strip()
-                if section:
-                    text += f"\n\n# {title}\n{section}"
-            self._rendered = (SystemBlock(text=text, cache=True),)
+            text += _render(self.sections)
+            own = _render(self.own_sections).lstrip("\n")
+            shared = SystemBlock(text=text, cache=True)
+            self._rendered = (shared, SystemBlock(text=own)) if own else (shared,)
         return self._rendered
 
     def reminder(self, *, mid_turn: bool = False) -> str | None:
@@ -145,6 +156,16 @@ class SystemPrompt:
         the next reminder (after a compaction dropped the earlier reminders)."""
         self._sent = dict(self._known)
         self._owe_all = True
+
+
+def _render(sections: Sequence[tuple[str, Provider]]) -> str:
+    """The sections whose provider returns text, each as a blank line, ``# title`` and it."""
+    out = ""
+    for title, provider in sections:
+        section = provider().strip()
+        if section:
+            out += f"\n\n# {title}\n{section}"
+    return out
 
 
 def block_chars(message: Message) -> int:

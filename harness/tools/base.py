@@ -205,8 +205,20 @@ class Tool(ABC, Generic[In]):
         return ToolSpec(
             name=self.name,
             description=self.description,
-            input_schema=without_titles(self.input_model.model_json_schema()),
+            input_schema=input_schema(self.input_model),
         )
+
+
+_SCHEMAS: dict[type[BaseModel], dict[str, Any]] = {}
+
+
+def input_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s JSON schema as the model sees it, made once per process (pydantic takes
+    about a millisecond a model, and every agent of a team asks for the same tools')."""
+    schema = _SCHEMAS.get(model)
+    if schema is None:
+        schema = _SCHEMAS[model] = plain_optionals(without_titles(model.model_json_schema()))
+    return schema
 
 
 def without_titles(schema: Any) -> Any:
@@ -226,6 +238,38 @@ def without_titles(schema: Any) -> Any:
         else:
             out[key] = without_titles(value)
     return out
+
+
+def plain_optionals(schema: Any) -> Any:
+    """A JSON schema where an optional property that defaults to null (pydantic's
+    ``{"anyOf": [X, {"type": "null"}], "default": null}``) is just ``X``: leaving the property out
+    says the same, and every agent sends its tool schemas with each request. Validation still
+    accepts an explicit null (it runs on the input model, not on this schema)."""
+    if isinstance(schema, list):
+        return [plain_optionals(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+            out[key] = {name: _plain_optional(sub) for name, sub in value.items()}
+        else:
+            out[key] = plain_optionals(value)
+    return out
+
+
+def _plain_optional(prop: Any) -> Any:
+    prop = plain_optionals(prop)
+    if not isinstance(prop, dict) or "default" not in prop or prop["default"] is not None:
+        return prop
+    options = prop.get("anyOf")
+    if not isinstance(options, list) or len(options) != 2 or {"type": "null"} not in options:
+        return prop
+    (kept,) = [o for o in options if o != {"type": "null"}]
+    if not isinstance(kept, dict):
+        return prop
+    rest = {k: v for k, v in prop.items() if k not in ("anyOf", "default")}
+    return kept | rest
 
 
 Decision = Literal["allow", "deny", "ask"]

@@ -13,8 +13,14 @@ it blocks on the journal flock; under the lock an append catches up on lines add
 offset (validating every one: a line decoded earlier by this journal — while queued, by a read —
 is reused only if its bytes at that offset are still the same, decoding being a pure function of
 the bytes and the seq; reads reuse decodings the same way), asks ``decide`` for drafts against
-them, writes whole lines with one ``os.write`` loop, fdatasyncs, runs ``on_commit`` and only then
-unlocks and returns (acknowledges).
+them, writes whole lines with one ``os.write`` loop and unlocks. It returns (acknowledges) only
+once its lines are durable: group commit (docs/RELIABILITY.md, "What is guaranteed") under a
+second flock, ``.team/journal.sync``, whose file holds the mark: how far the journal is known
+fdatasynced. A writer whose lines the mark covers returns at once; else it fdatasyncs, which
+covers every line written before it began, so writers queued meanwhile share it. A failed
+fdatasync cuts the journal back to the mark and bumps the mark's rollback generation: every
+writer whose lines were cut raises ``WriteFailed``, and every journal forgets them at its next
+append. With ``on_commit`` the fdatasync and ``on_commit`` run under the journal flock.
 
 Recovery: a torn or bad-CRC *last* line (a writer died mid-write) is truncated under the lock and
 a ``journal.tail_repaired`` event appended; a bad line anywhere else raises ``JournalCorrupt``
@@ -36,6 +42,8 @@ survive").
 
 from __future__ import annotations
 
+import bisect
+import errno
 import fcntl
 import hashlib
 import json
@@ -43,12 +51,14 @@ import logging
 import os
 import sys
 import threading
+import weakref
 import zlib
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import islice
 from pathlib import Path
+from typing import NamedTuple
 
 from mailboxes.errors import JournalCorrupt, WriteFailed
 from mailboxes.events import Event, JournalTailRepaired, draft
@@ -62,17 +72,21 @@ JOURNAL_NAME = "journal.jsonl"
 LOCK_NAME = "journal.lock"
 GATE_NAME = "journal.gate"
 INDEX_NAME = "journal.idx"
+SYNC_NAME = "journal.sync"
 INDEX_EVERY = 4096
 """Appended events between two index checkpoints (``journal.idx``)."""
 DECODED_MAX = 4096
 """Recently decoded lines kept per journal (the oldest half is dropped beyond this)."""
+RECENT_BYTES = 512 * 1024
+"""A read remembers the lines it decodes in the last this many bytes of the file only."""
 _INDEX_FORMAT = 1
 
 log = logging.getLogger(__name__)
 
 FaultHook = Callable[[str], None]
-"""Test seam: called with ``"after_write"``, ``"after_fsync"``, ``"after_commit"`` during an
-append (crash-point tests kill the process there)."""
+"""Test seam: called with ``"after_write"``, ``"before_sync"`` (lines written, journal unlocked,
+not yet durable), ``"after_fsync"``, ``"after_commit"`` during an append (crash-point tests kill
+the process there)."""
 
 
 def remove_orphan_tmp_files(folder: Path) -> list[Path]:
@@ -126,6 +140,9 @@ class FileJournal:
         self.path = self.team_dir / JOURNAL_NAME
         self.lock_path = self.team_dir / LOCK_NAME
         self.gate_path = self.team_dir / GATE_NAME
+        self.sync_path = self.team_dir / SYNC_NAME
+        self._gen = 0  # the rollback generation (journal.sync) our index is of
+        self._ino = 0  # the journal's inode, as of the last catch-up
         self._clock: Clock = clock or SystemClock()
         self._fault = fault
         self._fsync = fsync
@@ -157,12 +174,19 @@ class FileJournal:
                 os.close(fd)
             return
         created = not self.path.exists()
+        # Kept open to read the mark under the journal flock (closed with the journal or when it
+        # is collected); taking the sync flock always opens the file afresh.
+        self._mark_fd = os.open(self.sync_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self._release_mark_fd = weakref.finalize(self, os.close, self._mark_fd)
+        self._gen = self._peek_mark().gen
         with self._exclusive() as fd:
             if created:
                 fsync_dir(self.team_dir, fsync)
             remove_orphan_tmp_files(self.team_dir)
+            self._settle(fd)
             self._load_index(fd)
             self._catch_up(fd)
+            self._check_mark(fd)
         self._checkpoint()
 
     # --- EventStore ---------------------------------------------------------------------------
@@ -178,25 +202,49 @@ class FileJournal:
         self._check_open()
         if self.read_only:
             raise self.damage or ValueError(f"journal {self.path} was opened read-only")
+        if on_commit is not None:
+            return self._append_synced(decide, after, on_commit)
         with self._exclusive() as fd:
-            first = len(self._offsets) + 1
-            fresh = self._catch_up(fd)
-            check_after(after, len(self._offsets))
-            seen = self._seen(fd, after, first, fresh)
-            drafts = decide(seen)
-            new, result = stamp(
-                drafts,
-                next_seq=len(self._offsets) + 1,
-                ts=self._clock.now(),
-                lookup=lambda op_id: self._stored_op(fd, op_id),
-            )
-            if new:
-                self._write(fd, new)
-            if on_commit is not None:
-                on_commit(seen + tuple(new))
+            seen, _new, result = self._decide_and_write(fd, decide, after)
+            gen, end = self._gen, self._end
+        # Also with nothing new: what we decided on (seen, or a stored op_id) may not be durable.
+        self._hook("before_sync")
+        self._commit(end, gen)
+        self._hook("after_commit")
+        self._checkpoint()
+        return Appended(seen=seen, appended=tuple(result))
+
+    def _append_synced(
+        self, decide: Decide, after: int, on_commit: Callable[[Sequence[Event]], None]
+    ) -> Appended:
+        """An append whose ``on_commit`` runs after its fsync and still under the lock."""
+        with self._exclusive() as fd:
+            seen, new, result = self._decide_and_write(fd, decide, after)
+            self._commit(self._end, self._gen, locked=fd)
+            on_commit(seen + tuple(new))
             self._hook("after_commit")
         self._checkpoint()
         return Appended(seen=seen, appended=tuple(result))
+
+    def _decide_and_write(
+        self, fd: int, decide: Decide, after: int
+    ) -> tuple[tuple[Event, ...], list[Event], list[Event]]:
+        """Under the lock: catch up, decide, write the new lines (not yet durable)."""
+        self._settle(fd)
+        first = len(self._offsets) + 1
+        fresh = self._catch_up(fd)
+        check_after(after, len(self._offsets))
+        seen = self._seen(fd, after, first, fresh)
+        drafts = decide(seen)
+        new, result = stamp(
+            drafts,
+            next_seq=len(self._offsets) + 1,
+            ts=self._clock.now(),
+            lookup=lambda op_id: self._stored_op(fd, op_id),
+        )
+        if new:
+            self._write(fd, new)
+        return seen, new, result
 
     def read_from(self, seq: int) -> Iterator[Event]:
         """Events with ``seq >= seq`` in order, from a snapshot of the file's size at first read.
@@ -278,7 +326,7 @@ class FileJournal:
                 for stale in list(islice(decoded, len(decoded) - DECODED_MAX // 2)):
                     del decoded[stale]
 
-    def _decode(self, offset: int, raw: bytes, line_no: int) -> Event:
+    def _decode(self, offset: int, raw: bytes, line_no: int, remember: bool = True) -> Event:
         """The event on the line (without its newline) at ``offset`` that must hold seq
         ``line_no``, or ``BadLine``: an earlier decoding of the very same bytes when there is one
         (decoding is a pure function of the line and its seq, so this validates as much)."""
@@ -286,7 +334,8 @@ class FileJournal:
         if known is not None and known[0] == raw and known[1].seq == line_no:
             return known[1]
         event = decode_event(raw, line_no)
-        self._remember(offset, raw, event)
+        if remember:
+            self._remember(offset, raw, event)
         return event
 
     def _checkpoint(self) -> None:
@@ -401,18 +450,20 @@ class FileJournal:
         """Index every line written since ``_end``; repair a torn tail. Holds the flock.
 
         Returns the events indexed (with a repaired tail, those before it and its repair)."""
-        size = os.fstat(fd).st_size
+        info = os.fstat(fd)
+        size, self._ino = info.st_size, info.st_ino
         if size < self._end:
             raise JournalCorrupt(
                 str(self.path), len(self._offsets), f"file shrank to {size} bytes below {self._end}"
             )
         fresh: list[Event] = []
+        recent = size - RECENT_BYTES  # as in _read: only the lines near the end are remembered
         for offset, raw, complete in iter_lines(fd, self._end, size):
             line_no = len(self._offsets) + 1
             try:
                 if not complete:
                     raise BadLine("last line has no newline (torn write)", torn=True)
-                event = self._decode(offset, raw, line_no)
+                event = self._decode(offset, raw, line_no, offset >= recent)
             except BadLine as exc:
                 is_last = offset + len(raw) + 1 >= size
                 if not (is_last and exc.torn):
@@ -432,6 +483,7 @@ class FileJournal:
 
     def _repair_tail(self, fd: int, line_no: int, offset: int, size: int) -> list[Event]:
         os.ftruncate(fd, offset)
+        self._lower_mark(offset)
         self._fsync(fd)
         body = JournalTailRepaired(line_no=line_no, bytes_dropped=size - offset)
         new, _ = stamp(
@@ -441,12 +493,18 @@ class FileJournal:
             lookup=lambda _op_id: None,
         )
         self._write(fd, new, hooks=False)
+        try:
+            self._fsync(fd)
+        except OSError as exc:
+            self._forget_after(offset)
+            self._roll_back(fd, exc)
+            raise
         return new
 
     def _write(self, fd: int, new: Sequence[Event], *, hooks: bool = True) -> None:
-        """Append ``new`` durably; on a failed write or fsync cut the file back to the last good
-        line and raise ``WriteFailed`` (a short write on a full disk must not leave a torn line,
-        and bytes whose fsync failed must not be taken as events by the next catch-up)."""
+        """Write ``new`` (whole lines) and index them; not yet durable (``_commit``). On a failed
+        write cut the file back to the last good line and raise ``WriteFailed`` (a short write on
+        a full disk must not leave a torn line)."""
         lines = [encode(event) for event in new]
         try:
             write_all(fd, b"".join(lines))
@@ -455,23 +513,143 @@ class FileJournal:
             raise
         if hooks:
             self._hook("after_write")
-        try:
-            self._fsync(fd)
-        except OSError as exc:
-            self._roll_back(fd, exc)
-            raise
-        if hooks:
-            self._hook("after_fsync")
         offset = self._end
         for event, line in zip(new, lines, strict=True):
             self._index(offset, len(line), event.op_id)
             offset += len(line)
 
     def _roll_back(self, fd: int, exc: BaseException) -> None:
-        """Truncate to the last good line; an ``OSError`` becomes ``WriteFailed``."""
+        """Truncate to the last good line; an ``OSError`` becomes ``WriteFailed``. Holds the
+        flock."""
         os.ftruncate(fd, self._end)
+        self._lower_mark(self._end)
         if isinstance(exc, OSError) and not isinstance(exc, WriteFailed):
             raise WriteFailed(f"appending to {self.path}", exc) from exc
+
+    # --- group commit (docs/RELIABILITY.md, "What is guaranteed") -----------------------------
+
+    @contextmanager
+    def _sync_lock(self) -> Iterator[int]:
+        """Hold the sync flock (``journal.sync``); yields its descriptor, which holds the mark.
+        Order: the journal flock may be held when taking it, never the other way round."""
+        sync_fd = os.open(self.sync_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(sync_fd, fcntl.LOCK_EX)
+            yield sync_fd
+        finally:
+            os.close(sync_fd)  # releases the flock
+
+    def _commit(self, end: int, gen: int, *, locked: int | None = None) -> None:
+        """Return once every byte before ``end`` is durable: covered by an fdatasync that began
+        after they were written and succeeded. One fdatasync covers every line written before it
+        began, so writers that queued here meanwhile find their lines covered and return without
+        one of their own. ``gen`` is the rollback generation our lines were written in: if a
+        failed fdatasync rolled them back since, raise ``WriteFailed``. ``locked``: the journal
+        descriptor, when the caller holds the journal flock."""
+        failure: OSError | None = None
+        with self._sync_lock() as sync_fd:
+            mark = _read_mark(sync_fd)
+            if mark.gen != gen:
+                if mark.gen == gen + 1 and end <= mark.cut:
+                    return  # durable before the rollback
+                raise _rolled_back(self.path)
+            if mark.ino == self._ino and end <= mark.durable:
+                return  # a writer before us synced our lines with theirs
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                info = os.fstat(fd)
+                if mark.ino == info.st_ino and end <= mark.durable:
+                    return  # a writer before us synced our lines with theirs
+                if mark.failing:
+                    raise _rolled_back(self.path)
+                # Everything up to the last whole line is covered by this fdatasync.
+                top = end
+                if info.st_size > end and os.pread(fd, 1, info.st_size - 1) == b"\n":
+                    top = info.st_size
+                try:
+                    self._fsync(fd)
+                except OSError as exc:
+                    failure = exc
+                    _write_mark(sync_fd, mark._replace(failing=1))
+                else:
+                    _write_mark(sync_fd, mark._replace(durable=top, ino=info.st_ino))
+            finally:
+                os.close(fd)
+        if failure is not None:
+            if locked is not None:
+                self._settle(locked)
+            else:
+                with self._exclusive() as fd:
+                    self._settle(fd)
+            raise WriteFailed(f"appending to {self.path}", failure) from failure
+        self._hook("after_fsync")
+
+    def _settle(self, fd: int) -> None:
+        """Under the journal flock, before catching up: finish a rollback a failed fdatasync
+        started (cut the journal back to its durable mark), and forget lines a rollback
+        removed."""
+        mark = self._peek_mark()
+        if mark.failing:
+            with self._sync_lock() as sync_fd:
+                mark = _read_mark(sync_fd)
+                if mark.failing:
+                    # Cut back to the durable end. If the mark does not name this file (its
+                    # fdatasync at open failed too) that end is unknown: cut nothing, and every
+                    # writer waiting for an fdatasync is refused (cut 0).
+                    known = mark.ino == os.fstat(fd).st_ino
+                    cut = mark.durable if known else 0
+                    if known and os.fstat(fd).st_size > cut:
+                        os.ftruncate(fd, cut)
+                        try:
+                            self._fsync(fd)
+                        except OSError as exc:  # the lines are gone from the file either way
+                            log.warning("journal rollback not synced: %s", exc)
+                    mark = mark._replace(gen=mark.gen + 1, cut=cut, failing=0)
+                    _write_mark(sync_fd, mark)
+        if mark.gen != self._gen:
+            self._forget_after(mark.cut if mark.gen == self._gen + 1 else 0)
+            self._gen = mark.gen
+
+    def _check_mark(self, fd: int) -> None:
+        """At open, caught up: make the mark name this file and no more than it holds (a power
+        cut may have lost the write that lowered it; the file may be new or replaced), so no
+        append skips its fdatasync and a rollback knows where to cut. One fdatasync, only then."""
+        mark = self._peek_mark()
+        if mark.ino == self._ino and mark.durable <= self._end:
+            return
+        with self._sync_lock() as sync_fd:
+            mark = _read_mark(sync_fd)
+            try:
+                self._fsync(fd)
+            except OSError as exc:
+                log.warning("journal %s not synced at open: %s", self.path, exc)
+                _write_mark(sync_fd, mark._replace(durable=0, ino=0))
+                return
+            _write_mark(sync_fd, mark._replace(durable=self._end, ino=self._ino))
+
+    def _forget_after(self, cut: int) -> None:
+        """Drop the index of the lines at or past byte ``cut`` (a rollback removed them); if
+        ``cut`` is not where an indexed line starts, drop it all (the catch-up reads it again)."""
+        if self._end <= cut:
+            return
+        keep = bisect.bisect_left(self._offsets, cut)
+        if keep == len(self._offsets) or self._offsets[keep] != cut:
+            keep, cut = 0, 0
+        with self._index_lock:
+            del self._offsets[keep:]
+            self._end = cut
+        self._by_op_id = {op: n for op, n in self._by_op_id.items() if n <= keep}
+        self._indexed = min(self._indexed, keep)
+
+    def _peek_mark(self) -> _Mark:
+        return _read_mark(self._mark_fd)
+
+    def _lower_mark(self, end: int) -> None:
+        """The journal was cut back to ``end`` under the flock: no mark may claim more."""
+        with self._sync_lock() as sync_fd:
+            mark = _read_mark(sync_fd)
+            if mark.durable > end:
+                _write_mark(sync_fd, mark._replace(durable=end))
 
     def _index(self, offset: int, length: int, op_id: str | None) -> None:
         with self._index_lock:
@@ -505,11 +683,15 @@ class FileJournal:
             if self._limit is not None:
                 size = min(size, self._limit)
             seq = first
+            # Only the lines near the end are remembered (the recent ones, read again by the next
+            # read or catch-up): keeping every line of a long replay churns the cache and costs a
+            # third of the replay's time.
+            recent = size - RECENT_BYTES
             for offset, raw, complete in iter_lines(fd, start, size):
                 try:
                     if not complete:
                         return  # being written, or torn: the next append repairs it
-                    event = self._decode(offset, raw, seq)
+                    event = self._decode(offset, raw, seq, offset >= recent)
                 except BadLine as exc:
                     if offset + len(raw) + 1 >= size and exc.torn:
                         return
@@ -527,6 +709,46 @@ class FileJournal:
     def _check_open(self) -> None:
         if self._closed:
             raise ValueError(f"journal {self.path} is closed")
+
+
+class _Mark(NamedTuple):
+    """``journal.sync``: ``durable``, the byte offset before which the journal (inode ``ino``) is
+    known fdatasynced; ``gen``, how many rollbacks there were, the last one back to byte
+    ``cut``; ``failing``, 1 while a failed fdatasync's rollback is pending. ``durable`` and
+    ``failing`` change under the sync flock, ``gen`` and ``cut`` under both flocks."""
+
+    durable: int = 0
+    gen: int = 0
+    cut: int = 0
+    failing: int = 0
+    ino: int = 0
+
+
+_NO_MARK = _Mark()
+
+
+def _read_mark(fd: int) -> _Mark:
+    raw = os.pread(fd, 128, 0)
+    fields = raw.split()
+    if (
+        not raw.endswith(b"\n")
+        or len(fields) != len(_Mark._fields)
+        or not all(map(bytes.isdigit, fields))
+    ):
+        return _NO_MARK
+    return _Mark(*(int(f) for f in fields))
+
+
+def _write_mark(fd: int, mark: _Mark) -> None:
+    # Fixed width, in place: one small pwrite. ``durable`` and ``failing`` are read under the sync
+    # flock (a read under the journal flock uses only ``failing``, one byte, and the fields that
+    # flock guards). Not fsynced: a mark lost to a power cut only makes the next append fdatasync.
+    os.pwrite(fd, " ".join(f"{n:020d}" for n in mark).encode() + b"\n", 0)
+
+
+def _rolled_back(path: Path) -> WriteFailed:
+    cause = OSError(errno.EIO, "an fdatasync of the journal failed and rolled this append back")
+    return WriteFailed(f"appending to {path}", cause)
 
 
 def _line_at(fd: int, start: int, stop: int) -> bytes:

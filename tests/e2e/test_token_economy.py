@@ -22,7 +22,7 @@ from benchmarks.bench_tokens import (
     teamctl_command,
     total_usage,
 )
-from harness.model.fakeapi import ServedCall, wire_bytes
+from harness.model.fakeapi import ServedCall, api_blocks, count_tokens, wire_bytes
 from harness.ports import Usage
 
 WORKLOAD = load("independent4")
@@ -110,3 +110,22 @@ def test_prefix_stable_share_is_per_agent_and_of_the_newer_request() -> None:
     assert share == pytest.approx(common / len(third))
     (kept,) = prefix_stable_shares(calls, of_previous=True)
     assert kept == pytest.approx(common / len(first))
+
+
+def test_the_second_teammate_reads_the_tools_and_the_shared_system_block(
+    team_run: RunResult,
+) -> None:
+    # Teammates send the same tools and the same first system block (their names and the
+    # lead's prompt come after it), so the one that starts second reads both from the cache the
+    # first one wrote and writes only its own block and its brief.
+    firsts: dict[str, ServedCall] = {}
+    for c in team_run.calls:
+        if c.agent != LEAD:
+            firsts.setdefault(c.agent, c)
+    one, two = firsts.values()
+    assert one.body["tools"] == two.body["tools"]
+    assert one.body["system"][0] == two.body["system"][0]
+    assert one.body["system"][1] != two.body["system"][1]
+    prefix = len(two.body["tools"]) + 1
+    shared = count_tokens(sum(len(data) for data, _ in api_blocks(two.body)[:prefix]))
+    assert two.usage.cache_read_input_tokens >= shared, figures(team_run)

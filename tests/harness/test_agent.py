@@ -183,7 +183,7 @@ def test_skills_catalog_in_prompt_and_load_skill(tmp_path: Path) -> None:
     agent.memory.write("build", "use make", description="how to build")
     agent.run_turn("release please")
     model.assert_consumed()
-    (system,) = agent.loop.build_request().system
+    system, _own = agent.loop.build_request().system
     assert "- release: How to cut a release." in system.text and "Step 1" not in system.text
     # written during the session: not in the system prompt, in a reminder with the prompt
     assert "build.md" not in system.text
@@ -277,7 +277,9 @@ def test_hook_runner_drives_prompt_stop_precompact_and_session_start(tmp_path: P
     result = agent.run_turn("work")
     assert (result.transition, result.text) == ("completed", "really done")
     model.assert_consumed()
-    assert "branch: main, CI red" in agent.loop.build_request().system[0].text
+    # The hook's context is the agent's own: after the block agents of one kind share.
+    shared, own = agent.loop.build_request().system
+    assert "branch: main, CI red" in own.text and "branch: main" not in shared.text
     events = [e for e, _ in seen]
     assert events == ["SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "Stop"]
     assert all(p["agent_name"] == "lead" for _, p in seen)

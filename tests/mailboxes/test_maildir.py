@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mailboxes.errors import BadMessage, UnknownRecipient
-from mailboxes.maildir import Maildir
+from mailboxes.maildir import Maildir, UniqueNames
 from mailboxes.messages import (
     Envelope,
     InvalidAgentName,
@@ -195,6 +195,51 @@ def test_unknown_recipient_refused_without_creating_inbox(box: Maildir) -> None:
     with pytest.raises(UnknownRecipient):
         box.deliver_many("lead", drafts)
     assert box.counts("bob") == (0, 0)
+
+
+def test_a_half_made_inbox_is_refused_and_left_clean(box: Maildir) -> None:
+    """One recipient is not stat'ed up front: a missing ``tmp/`` or ``new/`` still refuses the
+    delivery as an unknown recipient, and leaves no file behind."""
+    (box.root / "half" / "tmp").mkdir(parents=True)  # an inbox whose creation was cut short
+    with pytest.raises(UnknownRecipient, match="bob, carol, lead"):
+        box.deliver("lead", MessageDraft.text("half", "hi"))
+    assert list((box.root / "half").rglob("*")) == [box.root / "half" / "tmp"]
+    (box.root / "half" / "new").mkdir()  # now ``new/`` without ``tmp/``
+    (box.root / "half" / "tmp").rmdir()
+    with pytest.raises(UnknownRecipient):
+        box.deliver("lead", MessageDraft.text("half", "hi"))
+    assert list((box.root / "half" / "new").iterdir()) == []
+
+
+def test_names_keep_send_order_when_the_counter_gains_a_digit(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """Two Maildirs of one process at one clock reading (a fixed clock): names tie on time and
+    sort by the shared per-process counter, also across 9 -> 10."""
+    names = UniqueNames(host="h")
+    a = Maildir(tmp_path / "m", clock, CountingIds("a"), names=names)
+    b = Maildir(tmp_path / "m", clock, CountingIds("b"), names=names)
+    a.ensure_inbox("bob")
+    sent = [_send(a if i % 2 else b, "bob", str(i)) for i in range(14)]
+    assert [e.id for e in a.pending("bob")] == [e.id for e in sent]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_names_its_deliveries_with_its_own_pid(box: Maildir) -> None:
+    """The pid in a name is kept, not asked for per delivery: a fork must still change it."""
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child
+        try:
+            box.deliver("lead", MessageDraft.text("bob", "from the child"))
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    _send(box, "carol", "from the parent")
+    [in_bob] = _files(box, "bob", "new")
+    [in_carol] = _files(box, "carol", "new")
+    assert in_bob.split(".")[1].startswith(f"{child}-")
+    assert in_carol.split(".")[1].startswith(f"{os.getpid()}-")
 
 
 def test_broadcast_one_copy_per_agent_but_sender(box: Maildir) -> None:

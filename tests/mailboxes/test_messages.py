@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 from pydantic import ValidationError
 
 from mailboxes.errors import BadMessage
+from mailboxes.fsutil import canonical_dumps
 from mailboxes.messages import (
     Envelope,
     InvalidAgentName,
@@ -40,6 +42,15 @@ def test_round_trip_uses_from_key() -> None:
     assert parse_envelope(raw) == envelope
     assert envelope.sender == "lead"
     assert envelope.text == "hello"
+
+
+def test_dump_is_the_canonical_json_of_every_field() -> None:
+    """``dump_envelope`` reads the fields directly (no ``model_dump`` copy): it still writes every
+    field under its JSON key, sorted, compact, exactly as the model's own dump would."""
+    envelope = _envelope(in_reply_to="b" * 32, ts=1e16, body={"z": {"b": 1, "a": "é"}, "a": None})
+    expected = canonical_dumps(envelope.model_dump(by_alias=True)).encode("utf-8")
+    assert dump_envelope(envelope) == expected
+    assert set(json.loads(expected)) == {f.alias or n for n, f in Envelope.model_fields.items()}
 
 
 def test_text_is_empty_without_text_body() -> None:

@@ -16,7 +16,16 @@ from mailboxes.journal.store import FileJournal
 from mailboxes.maildir import Maildir
 from mailboxes.messages import MessageDraft
 from mailboxes.ports import Hint, InboxChanged, JournalAdvanced, Tick, Watcher
-from mailboxes.watch import FileWatcher, HintWatcher, hints_for
+from mailboxes.watch import Backend, FileWatcher, HintWatcher, hints_for
+
+BACKENDS = ["inotify", "watchfiles"] if sys.platform.startswith("linux") else ["watchfiles"]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> Backend:
+    """Each file watcher backend: the blocking inotify one (Linux) and the watchfiles one."""
+    return request.param  # type: ignore[no-any-return]
+
 
 SEND = textwrap.dedent(
     """
@@ -30,7 +39,7 @@ SEND = textwrap.dedent(
 )
 
 
-def test_write_from_another_process_wakes_the_reader(tmp_path: Path) -> None:
+def test_write_from_another_process_wakes_the_reader(tmp_path: Path, backend: Backend) -> None:
     box = Maildir(tmp_path / "mailboxes")
     box.ensure_inbox("bob")
     woke = threading.Event()
@@ -42,15 +51,17 @@ def test_write_from_another_process_wakes_the_reader(tmp_path: Path) -> None:
             seen.extend(e.text for e in box.pending("bob"))  # hints only: re-list new/
             woke.set()
 
-    with FileWatcher([box.root], on_change, rescan_s=60):
+    with FileWatcher([box.root], on_change, rescan_s=60, backend=backend):
         subprocess.run([sys.executable, "-c", SEND, str(box.root)], check=True, timeout=60)
         assert woke.wait(10)
     assert seen[:1] == ["wake up"]
 
 
-def test_rescan_tick_fires_without_changes(tmp_path: Path) -> None:
+def test_rescan_tick_fires_without_changes(tmp_path: Path, backend: Backend) -> None:
     tick = threading.Event()
-    watcher = FileWatcher([tmp_path], lambda paths: tick.set() if not paths else None, 0.02)
+    watcher = FileWatcher(
+        [tmp_path], lambda paths: tick.set() if not paths else None, 0.02, backend=backend
+    )
     watcher.start()
     try:
         assert tick.wait(10)
@@ -59,7 +70,7 @@ def test_rescan_tick_fires_without_changes(tmp_path: Path) -> None:
 
 
 def test_callback_errors_are_logged_and_do_not_kill_the_thread(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, backend: Backend
 ) -> None:
     first, second = threading.Event(), threading.Event()
 
@@ -71,7 +82,10 @@ def test_callback_errors_are_logged_and_do_not_kill_the_thread(
             raise RuntimeError("boom")
         second.set()
 
-    with caplog.at_level("ERROR", logger="mailboxes.watch"), FileWatcher([tmp_path], flaky, 60):
+    with (
+        caplog.at_level("ERROR", logger="mailboxes.watch"),
+        FileWatcher([tmp_path], flaky, 60, backend=backend),
+    ):
         (tmp_path / "one").write_text("1")
         assert first.wait(10)
         (tmp_path / "two").write_text("2")
@@ -79,8 +93,8 @@ def test_callback_errors_are_logged_and_do_not_kill_the_thread(
     assert any("callback failed" in r.getMessage() for r in caplog.records)
 
 
-def test_stop_joins_and_is_idempotent(tmp_path: Path) -> None:
-    watcher = FileWatcher([tmp_path], lambda paths: None, rescan_s=60)
+def test_stop_joins_and_is_idempotent(tmp_path: Path, backend: Backend) -> None:
+    watcher = FileWatcher([tmp_path], lambda paths: None, rescan_s=60, backend=backend)
     watcher.start()
     watcher.start()
     threads = [t for t in threading.enumerate() if t.name == "teamctl-watch"]
@@ -92,7 +106,7 @@ def test_stop_joins_and_is_idempotent(tmp_path: Path) -> None:
     watcher.stop()
 
 
-def test_stop_from_inside_a_callback(tmp_path: Path) -> None:
+def test_stop_from_inside_a_callback(tmp_path: Path, backend: Backend) -> None:
     stopped = threading.Event()
     holder: list[FileWatcher] = []
     threads: list[threading.Thread] = []
@@ -102,7 +116,7 @@ def test_stop_from_inside_a_callback(tmp_path: Path) -> None:
         holder[0].stop()
         stopped.set()
 
-    watcher = FileWatcher([tmp_path], stop_self, rescan_s=0.01)
+    watcher = FileWatcher([tmp_path], stop_self, rescan_s=0.01, backend=backend)
     holder.append(watcher)
     watcher.start()
     assert stopped.wait(10)
@@ -112,10 +126,51 @@ def test_stop_from_inside_a_callback(tmp_path: Path) -> None:
     assert len(threads) == 1  # no call after stop
 
 
-def test_missing_path_falls_back_to_ticks(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_restart_from_inside_a_callback_leaves_one_thread(
+    tmp_path: Path, backend: Backend
+) -> None:
+    """stop() then start() from a callback: the old run ends (its own stop flag, not one the new
+    run clears again) and the new one sees the next change."""
+    restarted = threading.Event()
+    seen_after = threading.Event()
+    old: list[threading.Thread] = []
+    holder: list[FileWatcher] = []
+
+    def on_change(paths: set[Path]) -> None:
+        if not old:
+            old.append(threading.current_thread())
+            holder[0].stop()
+            holder[0].start()
+            restarted.set()
+        elif tmp_path / "after" in paths:
+            seen_after.set()
+
+    before = set(threading.enumerate())
+    watcher = FileWatcher([tmp_path], on_change, rescan_s=60, backend=backend)
+    holder.append(watcher)
+    watcher.start()
+    try:
+        (tmp_path / "before").write_text("b")
+        assert restarted.wait(10)
+        old[0].join(10)
+        assert not old[0].is_alive()
+        (tmp_path / "after").write_text("a")
+        assert seen_after.wait(10)
+    finally:
+        watcher.stop()
+    assert [t for t in threading.enumerate() if t not in before and t.is_alive()] == []
+
+
+def test_missing_path_falls_back_to_ticks_with_watchfiles(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """watchfiles cannot watch a missing path (the inotify backend watches for its creation:
+    tests/mailboxes/test_inotify_watch.py)."""
     tick = threading.Event()
     with caplog.at_level("ERROR", logger="mailboxes.watch"):
-        watcher = FileWatcher([tmp_path / "missing"], lambda paths: tick.set(), rescan_s=0.02)
+        watcher = FileWatcher(
+            [tmp_path / "missing"], lambda paths: tick.set(), rescan_s=0.02, backend="watchfiles"
+        )
         watcher.start()
         try:
             assert tick.wait(10)
@@ -155,11 +210,13 @@ def team_files(tmp_path: Path) -> tuple[FileJournal, Maildir]:
 
 
 def test_a_delivery_is_inbox_changed_of_its_agent_only(
-    team_files: tuple[FileJournal, Maildir],
+    team_files: tuple[FileJournal, Maildir], backend: Backend
 ) -> None:
     journal, box = team_files
     hints = Hints()
-    watcher: Watcher = HintWatcher(hints, journal=journal.path, mailboxes=box.root, rescan_s=60)
+    watcher: Watcher = HintWatcher(
+        hints, journal=journal.path, mailboxes=box.root, rescan_s=60, backend=backend
+    )
     watcher.start()
     try:
         subprocess.run([sys.executable, "-c", SEND, str(box.root)], check=True, timeout=60)
@@ -170,26 +227,30 @@ def test_a_delivery_is_inbox_changed_of_its_agent_only(
     assert all(hints.batches)  # never an empty batch
 
 
-def test_a_journal_append_is_journal_advanced(team_files: tuple[FileJournal, Maildir]) -> None:
+def test_a_journal_append_is_journal_advanced(
+    team_files: tuple[FileJournal, Maildir], backend: Backend
+) -> None:
     journal, box = team_files
     hints = Hints()
-    with HintWatcher(hints, journal=journal.path, mailboxes=box.root, rescan_s=60):
+    with HintWatcher(hints, journal=journal.path, mailboxes=box.root, rescan_s=60, backend=backend):
         journal.append(lambda _seen: [draft("team.created", "cli", TeamCreated(name="t"))], after=0)
         assert hints.wait_for(JournalAdvanced())
     assert hints.seen() == {JournalAdvanced()}
 
 
 def test_an_ack_is_inbox_changed_and_a_tick_comes_without_changes(
-    team_files: tuple[FileJournal, Maildir],
+    team_files: tuple[FileJournal, Maildir], backend: Backend
 ) -> None:
     journal, box = team_files
     [sent] = box.deliver("lead", MessageDraft.text("carol", "hello"))
     hints = Hints()
-    with HintWatcher(hints, journal=journal.path, mailboxes=box.root, rescan_s=60):
+    with HintWatcher(hints, journal=journal.path, mailboxes=box.root, rescan_s=60, backend=backend):
         box.ack("carol", [sent.id])
         assert hints.wait_for(InboxChanged("carol"))
     ticks = Hints()
-    with HintWatcher(ticks, journal=journal.path, mailboxes=box.root, rescan_s=0.02):
+    with HintWatcher(
+        ticks, journal=journal.path, mailboxes=box.root, rescan_s=0.02, backend=backend
+    ):
         assert ticks.wait_for(Tick())
 
 

@@ -65,10 +65,11 @@ class Backend:
         )
 
 
-@pytest.fixture(params=["file", "nats"])
+@pytest.fixture(params=["file", "file-watchfiles", "nats"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    """``file``: the default file watcher (inotify on Linux); ``file-watchfiles``: its fallback."""
     with ExitStack() as stack:
-        if request.param == "file":
+        if request.param.startswith("file"):
             from mailboxes.journal.store import FileJournal
             from mailboxes.maildir import Maildir
             from mailboxes.watch import HintWatcher
@@ -76,9 +77,12 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
             journal: Any = FileJournal(tmp_path)
             box: Any = Maildir(tmp_path / "mailboxes")
             path, root = journal.path, box.root
+            engine: Any = "watchfiles" if request.param == "file-watchfiles" else "auto"
 
             def make(on_hints: Any, rescan_s: float) -> Watcher:
-                return HintWatcher(on_hints, journal=path, mailboxes=root, rescan_s=rescan_s)
+                return HintWatcher(
+                    on_hints, journal=path, mailboxes=root, rescan_s=rescan_s, backend=engine
+                )
 
             where = str(root)
         else:
@@ -99,7 +103,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
         stack.callback(journal.close)
         for agent in ("lead", "bob", "carol"):
             box.ensure_inbox(agent)
-        yield Backend(request.param, where, journal, box, make)
+        yield Backend(request.param.split("-")[0], where, journal, box, make)
 
 
 class Hints:

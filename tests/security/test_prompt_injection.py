@@ -34,7 +34,7 @@ from harness.tools.executor import ToolExecutor
 from harness.tools.registry import ToolRegistry, builtin_tools
 from mailboxes.maildir import Maildir
 from mailboxes.messages import Envelope, MessageDraft
-from tests.actors.team_fakes import Driver, FakeTeam, make_team
+from tests.actors.team_support import Driver, RealTeam, real_team
 from tests.security.support import call, tree_hashes
 
 INJECTION = (
@@ -63,19 +63,19 @@ PROBES = [
 
 
 @pytest.fixture
-def team(tmp_path: Path) -> Iterator[FakeTeam]:
-    fake = make_team(tmp_path / "repo", SETTINGS)
-    (fake.root / ".env").write_text("API_KEY=sk-live-123\n")
-    (fake.root / ".mcp.json").write_text("{}\n")
-    (fake.root / "README.md").write_text(f"# Project\n\n{INJECTION}\n")
-    yield fake
-    fake.close()
+def team(tmp_path: Path) -> Iterator[RealTeam]:
+    team = real_team(tmp_path / "repo", SETTINGS)
+    (team.root / ".env").write_text("API_KEY=sk-live-123\n")
+    (team.root / ".mcp.json").write_text("{}\n")
+    (team.root / "README.md").write_text(f"# Project\n\n{INJECTION}\n")
+    yield team
+    team.close()
 
 
 class Teammate:
     """Ann's real tool stack: built-in + teammate tools, her policy, the team's approver."""
 
-    def __init__(self, team: FakeTeam) -> None:
+    def __init__(self, team: RealTeam) -> None:
         p = team.settings.permissions
         self.permissions = Permissions(allow=p.allow, ask=p.ask, deny=p.deny)
         router = PermissionRouter(team, lambda rid, timeout: None)
@@ -91,10 +91,10 @@ class Teammate:
         return [self.permissions.check(r, self.ctx).decision for r in PROBES]
 
 
-def test_an_obedient_teammate_gets_nowhere(team: FakeTeam) -> None:
+def test_an_obedient_teammate_gets_nowhere(team: RealTeam) -> None:
     lead = Driver(lead_tools(team, hooks=NO_HOOKS), "lead", team.root)
-    lead.ok("create_task", subject="tidy", description=INJECTION, plan_required=True)
     lead.ok("spawn_teammate", name="ann", prompt=INJECTION)
+    lead.ok("create_task", subject="tidy", description=INJECTION, plan_required=True)
     lead.ok("send_message", to="ann", text=INJECTION)
     ann = Teammate(team)
     before = tree_hashes(team.root, CONTROL), ann.decisions()

@@ -26,7 +26,6 @@ from mailboxes.events import (
     draft,
 )
 from mailboxes.messages import MessageDraft
-from tests.actors.team_fakes import make_team
 from tests.web.conftest import teamctl
 
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -77,8 +76,21 @@ def _transcript(root: Path) -> None:
 
 
 def build_busy_team(root: Path) -> BusyTeam:
-    team = make_team(root)
+    # Fixed data for the dashboard's views, written as a runtime would (no runtime runs: its
+    # members would not stay in the states set here).
+    from actors.factory import init_team, open_team
+
+    root.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    init_team(root)
+    team = open_team(root, actor="runtime")
     try:
+        from actors.settings import load_settings
+
+        model = load_settings(team.repo.settings_path).models.lead
+        lead = MemberSpawned(name="lead", role="lead", model=model)
+        team.journal.append(lambda seen: [draft(lead.TYPE, "runtime", lead)], after=0)
+        team.mailbox.ensure_inbox("lead")
         _commit(root, "base.txt")
         teamctl(root, "task", "add", "build the parser")  # task_1: ann's, in worktree w1
         teamctl(root, "task", "add", "ship the docs")  # task_2: merged from w2

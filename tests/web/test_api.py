@@ -11,7 +11,7 @@ import pytest
 
 from actors.protocols import plan_mode_active
 from actors.tools.toolsets import NO_HOOKS, lead_tools, teammate_tools
-from tests.actors.team_fakes import Driver, FakeTeam, make_team
+from tests.actors.team_support import Driver, RealTeam, real_team
 from tests.web.conftest import WebServer, teamctl
 from tests.web.sse_support import next_journal_event, sse_events
 
@@ -54,14 +54,14 @@ def test_hostile_subject_comes_back_as_a_plain_json_string(web: WebServer) -> No
 
 
 @pytest.fixture
-def planning_team(tmp_path: Path) -> Iterator[tuple[FakeTeam, Driver]]:
+def planning_team(tmp_path: Path) -> Iterator[tuple[RealTeam, Driver]]:
     """A team whose teammate ``ann`` holds a plan-required task and submitted a plan that a human
     reviews (``approvals.plans`` = human)."""
-    team = make_team(tmp_path / "repo", {"approvals": {"plans": "human"}})
-    team.board.create("refactor", "split the module", plan_required=True)
+    team = real_team(tmp_path / "repo", {"approvals": {"plans": "human"}})
     Driver(lead_tools(team, hooks=NO_HOOKS), "lead", team.root).ok(
         "spawn_teammate", name="ann", prompt="work"
-    )
+    )  # first: on the real runtime a teammate with no work claims a ready task itself
+    team.board.create("refactor", "split the module", plan_required=True)
     ann = Driver(teammate_tools(team, "ann", hooks=NO_HOOKS), "ann", team.root)
     ann.ok("claim_task", task_id="task_1")
     ann.ok("submit_plan", plan=f"1. split {HOSTILE}\n2. test")
@@ -70,7 +70,7 @@ def planning_team(tmp_path: Path) -> Iterator[tuple[FakeTeam, Driver]]:
 
 
 def test_a_plan_approved_through_the_api_is_journaled_as_the_human(
-    planning_team: tuple[FakeTeam, Driver], start_web: Callable[..., WebServer]
+    planning_team: tuple[RealTeam, Driver], start_web: Callable[..., WebServer]
 ) -> None:
     team, _ = planning_team
     server = start_web(team.root, "--as", "maria")
@@ -159,12 +159,16 @@ def test_an_inbox_change_is_an_inbox_event(web: WebServer) -> None:
 
 
 def test_transcripts_of_known_members_only(
-    planning_team: tuple[FakeTeam, Driver], start_web: Callable[..., WebServer]
+    planning_team: tuple[RealTeam, Driver], start_web: Callable[..., WebServer]
 ) -> None:
     from harness.ports import Message, TextBlock, ToolResultBlock, ToolUseBlock
     from harness.transcript import Transcript
 
     team, _ = planning_team
+    # ann's hosted actor wrote a transcript of its own: with the runtime stopped, a crafted one
+    # (a hostile text, a tool call and its result) takes its place
+    team.close()
+    (team.root / ".team" / "transcripts" / "ann.jsonl").unlink()
     log = Transcript.for_agent(team.root / ".team" / "transcripts", "ann", fsync=False)
     log.meta(agent="ann")
     log.message(Message(role="user", content=(TextBlock(text=HOSTILE),)))
@@ -226,7 +230,7 @@ def test_ctrl_c_stops_the_server_cleanly_with_a_stream_open(web: WebServer) -> N
 
 
 def test_a_permission_request_is_listed_and_denied_as_the_human(
-    planning_team: tuple[FakeTeam, Driver], start_web: Callable[..., WebServer]
+    planning_team: tuple[RealTeam, Driver], start_web: Callable[..., WebServer]
 ) -> None:
     from actors.board.protocols import pending_permissions, request_permission
 

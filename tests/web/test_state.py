@@ -14,7 +14,7 @@ from actors.live.load import LiveSource
 from actors.web import state as web_state
 from actors.web.state import Dashboard, NotFound
 from mailboxes.events import JobStarted, TaskVerified, draft
-from tests.actors.team_fakes import FakeTeam, make_team
+from tests.actors.team_support import RealTeam, real_team
 
 
 class CountingJournal:
@@ -34,14 +34,14 @@ class CountingJournal:
 
 
 @pytest.fixture
-def team(tmp_path: Path) -> Iterator[FakeTeam]:
-    team = make_team(tmp_path / "repo")
+def team(tmp_path: Path) -> Iterator[RealTeam]:
+    team = real_team(tmp_path / "repo")
     yield team
     team.close()
 
 
 @pytest.fixture
-def dashboard(team: FakeTeam) -> Iterator[tuple[Dashboard, CountingJournal]]:
+def dashboard(team: RealTeam) -> Iterator[tuple[Dashboard, CountingJournal]]:
     opened = open_team(team.root)
     counting = CountingJournal(opened.journal)
     opened.journal = counting  # type: ignore[assignment]
@@ -51,7 +51,7 @@ def dashboard(team: FakeTeam) -> Iterator[tuple[Dashboard, CountingJournal]]:
 
 
 def test_a_task_detail_reads_only_what_the_journal_gained_since_the_last_request(
-    team: FakeTeam, dashboard: tuple[Dashboard, CountingJournal]
+    team: RealTeam, dashboard: tuple[Dashboard, CountingJournal]
 ) -> None:
     board, counting = dashboard
     for n in range(60):
@@ -84,7 +84,7 @@ def test_a_task_detail_reads_only_what_the_journal_gained_since_the_last_request
 
 
 def test_a_long_task_history_keeps_its_latest_events(
-    team: FakeTeam, dashboard: tuple[Dashboard, CountingJournal], monkeypatch: pytest.MonkeyPatch
+    team: RealTeam, dashboard: tuple[Dashboard, CountingJournal], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(web_state, "TASK_HISTORY", 3)
     board, _ = dashboard
@@ -101,7 +101,7 @@ def test_a_long_task_history_keeps_its_latest_events(
 
 
 def test_job_output_looks_the_job_up_without_rereading_the_journal(
-    team: FakeTeam, dashboard: tuple[Dashboard, CountingJournal]
+    team: RealTeam, dashboard: tuple[Dashboard, CountingJournal]
 ) -> None:
     board, counting = dashboard
     for n in range(40):
@@ -120,7 +120,7 @@ def test_job_output_looks_the_job_up_without_rereading_the_journal(
 
 
 def test_ahead_behind_runs_git_again_only_when_a_branch_moved(
-    team: FakeTeam, dashboard: tuple[Dashboard, CountingJournal]
+    team: RealTeam, dashboard: tuple[Dashboard, CountingJournal]
 ) -> None:
     import subprocess
 

@@ -1,19 +1,32 @@
-"""The fold reads the hot task events straight from ``event.data`` (no pydantic validation per
-event) and gives exactly the state the typed-payload path gives, for every shape of data: current
-ones, older versions, values pydantic would coerce, and bad data (refused the same way)."""
+"""The fold reads the hot events (task creation, claim, release, completion, model usage, member
+status) straight from ``event.data`` (no pydantic validation per event) and gives exactly the
+state the typed-payload path gives, for every shape of data: current ones, older versions, values
+pydantic would coerce, and bad data (refused the same way)."""
 
 from __future__ import annotations
 
+import gc
 import random
+from collections.abc import Iterator
+from types import MappingProxyType
 from typing import Any
 
 import pytest
 
 from actors.board import fold as fold_module
 from actors.board.fold import fold_all
-from actors.board.state import EMPTY, TeamState
+from actors.board.state import EMPTY, Member, Task, TaskPlan, TeamState
 from mailboxes import events as ev
 from mailboxes.errors import InvalidEvent
+
+FAST_PATHS = (
+    "_claim_args",
+    "_complete_args",
+    "_created_args",
+    "_release_args",
+    "_usage_args",
+    "_status_args",
+)
 
 
 def _event(seq: int, type_: str, data: dict[str, Any], v: int, actor: str = "w") -> ev.Event:
@@ -27,7 +40,7 @@ def _typed(seq: int, body: ev.Payload, actor: str = "w") -> ev.Event:
 def _slow(state: TeamState, events: list[ev.Event], monkeypatch: pytest.MonkeyPatch) -> TeamState:
     """The fold with the fast path switched off: every event through ``payload``."""
     with monkeypatch.context() as patch:
-        for name in ("_claim_args", "_complete_args", "_created_args", "_release_args"):
+        for name in FAST_PATHS:
             patch.setattr(fold_module, name, lambda _event: None)
         return fold_all(state, events)
 
@@ -102,13 +115,29 @@ def _workload(seed: int, count: int) -> list[ev.Event]:
                     remote=rnd.choice([None, "wt/wt1"]),
                 )
             )
-        elif roll < 0.9:
+        elif roll < 0.88:
             tid = rnd.choice(tasks)
             add(ev.TaskUpdated(task_id=tid, subject="new", metadata={"k": 2}), "lead")
+        elif roll < 0.93:
+            add(
+                ev.MemberStatusChanged(
+                    name=f"w{rnd.randint(1, 5)}",
+                    status=rnd.choice(["active", "idle", "stopping"]),
+                    reason=rnd.choice(["", "waiting"]),
+                ),
+                "runtime",
+            )
         else:
             add(
                 ev.UsageRecorded(
-                    agent="w1", model="m", input_tokens=3, output_tokens=4, cost_usd=0.5
+                    agent=f"w{rnd.randint(1, 3)}",
+                    model="m",
+                    task_id=rnd.choice([None, *tasks[-2:]]),
+                    input_tokens=rnd.randint(0, 9),
+                    output_tokens=rnd.randint(0, 9),
+                    cache_read_input_tokens=rnd.choice([0, 5]),
+                    cache_creation_input_tokens=rnd.choice([0, 7]),
+                    cost_usd=rnd.choice([None, 0.0, 0.5, 1e-6]),
                 )
             )
     return events
@@ -121,6 +150,7 @@ def test_the_fast_path_folds_a_history_to_the_same_state(
     events = _workload(seed, 600)
     fast = fold_all(EMPTY, events)
     assert fast == _slow(EMPTY, events, monkeypatch)
+    assert repr(fast) == repr(_slow(EMPTY, events, monkeypatch))
     # ... and in pieces, from an intermediate state
     half = fold_all(EMPTY, events[:300])
     assert fold_all(half, events[300:]) == _slow(half, events[300:], monkeypatch) == fast
@@ -136,6 +166,19 @@ def test_canonical_task_events_need_no_pydantic_validation(
         _typed(4, ev.TaskReleased(task_id="task_1", owner="w1", epoch=1, reason="r")),
         _typed(5, ev.TaskClaimed(task_id="task_1", owner="w2", epoch=2, human=True)),
         _typed(6, ev.TaskCompleted(task_id="task_1", owner="w2", epoch=2, summary="ok")),
+        _typed(7, ev.UsageRecorded(agent="w2", model="m", task_id="task_1", input_tokens=3)),
+        _typed(
+            8,
+            ev.UsageRecorded(
+                agent="w2",
+                model="m",
+                output_tokens=4,
+                cache_read_input_tokens=5,
+                cache_creation_input_tokens=6,
+                cost_usd=0.25,
+            ),
+        ),
+        _typed(9, ev.MemberStatusChanged(name="w2", status="idle", reason="done")),
     ]
 
     def refuse(_event: ev.Event) -> ev.Payload:
@@ -153,6 +196,12 @@ def test_canonical_task_events_need_no_pydantic_validation(
     )
     assert state.task("task_1").blocks == ("task_2",)
     assert dict(one.metadata) == {"a": 1}
+    assert (state.usage.calls, state.usage.input_tokens, state.usage.output_tokens) == (2, 3, 4)
+    assert (state.usage.cost_usd, state.usage.unpriced_calls) == (0.25, 1)
+    assert state.task_usage["task_1"] == (1, 3, 0, 0, 0, 0.0, 1)
+    assert state.untasked_usage == (1, 0, 4, 5, 6, 0.25, 0)
+    assert state.agent_usage["w2"] == state.usage == (2, 3, 4, 5, 6, 0.25, 1)
+    assert (state.members["w2"].status, state.members["w2"].reason) == ("idle", "done")
 
 
 ODD_SHAPES = [
@@ -177,6 +226,29 @@ ODD_SHAPES = [
     ("task.completed", {"task_id": "task_1", "owner": "w1", "epoch": 1, "commit": 7}, 3),
     ("task.released", {"task_id": "task_1", "owner": "w1", "epoch": 1}, 2),
     ("task.completed", {"task_id": "task_1", "owner": "w1", "epoch": 1}, 9),
+    # usage: coerced (an int cost becomes a float, a bool or "3" a count), bad or negative values
+    ("usage.recorded", {"agent": "w1", "model": "m", "cost_usd": 1}, 1),
+    ("usage.recorded", {"agent": "w1", "model": "m", "input_tokens": True}, 1),
+    ("usage.recorded", {"agent": "w1", "model": "m", "output_tokens": "3"}, 1),
+    ("usage.recorded", {"agent": "w1", "model": "m", "input_tokens": 2.0}, 1),
+    ("usage.recorded", {"agent": "w1", "model": "m", "task_id": "task_1", "cost_usd": None}, 1),
+    ("usage.recorded", {"agent": "w1", "model": "m", "cache_read_input_tokens": -1}, 1),
+    ("usage.recorded", {"agent": "w1", "model": "m", "cost_usd": -0.5}, 1),
+    ("usage.recorded", {"agent": "w1", "model": "m", "cost_usd": float("inf")}, 1),
+    ("usage.recorded", {"agent": "w1", "model": "m", "cost_usd": float("nan")}, 1),
+    ("usage.recorded", {"agent": "w1", "model": "m", "cost_usd": "0.5"}, 1),
+    ("usage.recorded", {"agent": "w1", "model": 3}, 1),
+    ("usage.recorded", {"agent": "w1"}, 1),
+    ("usage.recorded", {"agent": "w1", "model": "m", "task_id": 1}, 1),
+    ("usage.recorded", {"agent": "w1", "model": "m", "tokens": 1}, 1),
+    ("usage.recorded", {"agent": "w1", "model": "m"}, 2),
+    # member status: a new member, coerced or bad values, unknown keys, other versions
+    ("member.status_changed", {"name": "w9", "status": "idle"}, 1),
+    ("member.status_changed", {"name": "w1", "status": "idle", "reason": 5}, 1),
+    ("member.status_changed", {"name": "w1", "status": None}, 1),
+    ("member.status_changed", {"name": "w1"}, 1),
+    ("member.status_changed", {"name": "w1", "status": "idle", "why": "x"}, 1),
+    ("member.status_changed", {"name": "w1", "status": "idle"}, 2),
 ]
 
 
@@ -189,9 +261,11 @@ def test_odd_shapes_fold_or_fail_exactly_as_the_typed_payloads_do(
         [
             _typed(1, ev.TaskCreated(task_id="task_1", subject="s")),
             _typed(2, ev.TaskClaimed(task_id="task_1", owner="w1", epoch=1)),
+            _typed(3, ev.MemberSpawned(name="w1", role="dev")),
+            _typed(4, ev.UsageRecorded(agent="w1", model="m", input_tokens=1, cost_usd=0.5)),
         ],
     )
-    events = [_event(3, type_, data, v)]
+    events = [_event(5, type_, data, v)]
     try:
         expected: TeamState | str = _slow(base, events, monkeypatch)
     except InvalidEvent as exc:
@@ -201,3 +275,71 @@ def test_odd_shapes_fold_or_fail_exactly_as_the_typed_payloads_do(
     except InvalidEvent as exc:
         got = f"InvalidEvent: {exc}"
     assert got == expected
+    assert repr(got) == repr(expected)  # the same types too: 3 == 3.0 but a total must stay int
+
+
+def test_the_fold_pauses_the_garbage_collector_and_leaves_it_as_it_found_it() -> None:
+    events = _workload(1, 50)
+    enabled: list[bool] = []
+
+    def read() -> Iterator[ev.Event]:  # like a journal replay: events read while folding
+        for event in events:
+            enabled.append(gc.isenabled())
+            yield event
+
+    assert gc.isenabled()
+    assert fold_all(EMPTY, read()) == fold_all(EMPTY, events)
+    assert gc.isenabled()
+    assert enabled[0] and not any(enabled[1:])  # paused once the first new event is seen
+    bad = _event(51, "task.claimed", {"task_id": "task_1"}, 1)
+    with pytest.raises(InvalidEvent):
+        fold_all(fold_all(EMPTY, events), [bad])
+    assert gc.isenabled()  # ... also when an event is refused
+    gc.disable()
+    try:
+        fold_all(EMPTY, events)
+        assert not gc.isenabled()  # a caller's own pause is left alone
+    finally:
+        gc.enable()
+
+
+def test_a_created_task_and_a_status_change_hold_exactly_their_events_values() -> None:
+    # both paths share these builders, so the equivalence tests above cannot see their mistakes
+    events = [
+        _typed(1, ev.MemberSpawned(name="w1", role="dev", model="m"), "lead"),
+        _typed(
+            2,
+            ev.TaskCreated(
+                task_id="task_7",
+                subject="s",
+                description="d",
+                metadata={"a": 1},
+                plan_required=True,
+                role="dev",
+                verify="true",
+            ),
+            "lead",
+        ),
+        _typed(3, ev.MemberStatusChanged(name="w1", status="idle", reason="waiting"), "rt"),
+        _typed(4, ev.MemberStatusChanged(name="w2", status="active"), "rt"),
+    ]
+    state = fold_all(EMPTY, events)
+    assert state.task("task_7") == Task(
+        id="task_7",
+        subject="s",
+        description="d",
+        plan=TaskPlan(required=True, status="required"),
+        role="dev",
+        created_by="lead",
+        created_at=102.0,
+        updated_at=102.0,
+        metadata=MappingProxyType({"a": 1}),
+        verify="true",
+        seq=2,
+    )
+    assert state.next_task == 8
+    assert state.members["w1"] == Member(
+        name="w1", role="dev", model="m", status="idle", reason="waiting", joined_at=101.0
+    )
+    assert state.members["w2"] == Member(name="w2", status="active", joined_at=104.0)
+    assert state.team_seq == 4

@@ -128,7 +128,7 @@ def test_spawn_teammate_refuses_bad_names_with_one_tool_error(
 ) -> None:
     from actors.tools.toolsets import NO_HOOKS, lead_tools
     from harness.model.scripted import ScriptedModel
-    from tests.actors.team_fakes import Driver
+    from tests.actors.team_support import Driver
 
     root = team_repo(tmp_path)
     rt = runtime(root, ScriptedModel({"agents": {"*": {"rules": []}}}))

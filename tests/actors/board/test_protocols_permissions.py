@@ -29,7 +29,7 @@ from mailboxes.ports import OnHints, Watcher
 from mailboxes.watch import HintWatcher
 from tests.actors.cli.cli_support import fails, ok, ok_json
 from tests.actors.runtime.runtime_support import stop_actors, team_repo
-from tests.actors.team_fakes import Driver, FakeTeam, delivered, make_team
+from tests.actors.team_support import Driver, RealTeam, delivered, real_team
 
 __all__ = ["stop_actors"]
 
@@ -38,22 +38,22 @@ WAIT_LIMIT_S = 30.0  # a generous bound for a test to fail rather than hang
 BASH_RM = PermissionRequest(tool="bash", kind="shell", target="rm -rf build")
 
 
-def ctx_for(team: FakeTeam, agent: str = "ann") -> ToolContext:
+def ctx_for(team: RealTeam, agent: str = "ann") -> ToolContext:
     return ToolContext(agent=agent, root=team.root, cwd=team.root)
 
 
-def spawn(team: FakeTeam) -> Driver:
+def spawn(team: RealTeam) -> Driver:
     lead = Driver(lead_tools(team, hooks=NO_HOOKS), "lead", team.root)
     lead.ok("spawn_teammate", name="ann", prompt="work")
     return lead
 
 
 @pytest.fixture
-def make(tmp_path: Path) -> Iterator[Callable[..., FakeTeam]]:
-    made: list[FakeTeam] = []
+def make(tmp_path: Path) -> Iterator[Callable[..., RealTeam]]:
+    made: list[RealTeam] = []
 
-    def build(**approvals: object) -> FakeTeam:
-        team = make_team(tmp_path / f"repo{len(made)}", {"approvals": approvals})
+    def build(**approvals: object) -> RealTeam:
+        team = real_team(tmp_path / f"repo{len(made)}", {"approvals": approvals})
         made.append(team)
         spawn(team)
         return team
@@ -78,7 +78,7 @@ class Asking:
 
         self.router = router_for(on_wait)
 
-    def start(self, team: FakeTeam) -> Asking:
+    def start(self, team: RealTeam) -> Asking:
         def run() -> None:
             try:
                 self.outcome.append(self.router(BASH_RM, ctx_for(team), "rm needs approval"))
@@ -97,7 +97,7 @@ class Asking:
         return self.outcome[0]
 
 
-def journal_watch(team: FakeTeam) -> WatchJournal:
+def journal_watch(team: RealTeam) -> WatchJournal:
     """The file watcher of ``team``'s journal (what ``Team.watch`` builds without inboxes)."""
 
     def build(on_hints: OnHints, rescan_s: float) -> Watcher:
@@ -107,7 +107,7 @@ def journal_watch(team: FakeTeam) -> WatchJournal:
 
 
 def journal_router(
-    team: FakeTeam, waits: JournalDecisions, rid: str, timeout_s: float | None = None
+    team: RealTeam, waits: JournalDecisions, rid: str, timeout_s: float | None = None
 ) -> Callable[[Callable[[bool], None]], PermissionRouter]:
     def build(on_wait: Callable[[bool], None]) -> PermissionRouter:
         return PermissionRouter(
@@ -118,7 +118,7 @@ def journal_router(
 
 
 def test_human_answers_from_the_cli(
-    make: Callable[..., FakeTeam], monkeypatch: pytest.MonkeyPatch
+    make: Callable[..., RealTeam], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     team = make(permissions="human")
     monkeypatch.chdir(team.root)
@@ -141,7 +141,7 @@ def test_human_answers_from_the_cli(
 
 
 def test_human_denial_reaches_the_teammate_with_the_reason(
-    make: Callable[..., FakeTeam], monkeypatch: pytest.MonkeyPatch
+    make: Callable[..., RealTeam], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     team = make(permissions="human")
     monkeypatch.chdir(team.root)
@@ -156,7 +156,7 @@ def test_human_denial_reaches_the_teammate_with_the_reason(
     assert str(refused) == "permission request perm-h2 denied by user: use make clean"
 
 
-def test_lead_answers_with_its_tool(make: Callable[..., FakeTeam]) -> None:
+def test_lead_answers_with_its_tool(make: Callable[..., RealTeam]) -> None:
     team = make(permissions="lead")
     lead = Driver(lead_tools(team, hooks=NO_HOOKS), "lead", team.root)
     waits = JournalDecisions(team.journal, journal_watch(team))
@@ -183,7 +183,7 @@ def test_lead_answers_with_its_tool(make: Callable[..., FakeTeam]) -> None:
 
 
 def test_lead_answer_wakes_an_in_process_waiter_through_notify(
-    make: Callable[..., FakeTeam],
+    make: Callable[..., RealTeam],
 ) -> None:
     team = make(permissions="lead")
     waits = JournalDecisions(team.journal, None)  # no watcher: only notify wakes it
@@ -192,7 +192,7 @@ def test_lead_answer_wakes_an_in_process_waiter_through_notify(
     assert asking.result() is True
 
 
-def test_no_answer_times_out_into_a_journaled_denial(make: Callable[..., FakeTeam]) -> None:
+def test_no_answer_times_out_into_a_journaled_denial(make: Callable[..., RealTeam]) -> None:
     team = make(permissions="human", timeout_s=0.05)
     waits = JournalDecisions(team.journal, journal_watch(team))
     try:
@@ -211,7 +211,7 @@ def test_no_answer_times_out_into_a_journaled_denial(make: Callable[..., FakeTea
 
 
 def test_an_answer_racing_the_timeout_wins_if_journaled_first(
-    make: Callable[..., FakeTeam],
+    make: Callable[..., RealTeam],
 ) -> None:
     team = make(permissions="lead")
 
@@ -224,7 +224,7 @@ def test_an_answer_racing_the_timeout_wins_if_journaled_first(
     assert [e.data["by"] for e in team.events("permission.decided")] == ["lead"]
 
 
-def test_deny_route_refuses_at_once_through_the_policy(make: Callable[..., FakeTeam]) -> None:
+def test_deny_route_refuses_at_once_through_the_policy(make: Callable[..., RealTeam]) -> None:
     team = make(permissions="deny")
 
     def never(rid: str, timeout_s: float) -> bp.PermissionAnswer | None:
@@ -241,7 +241,7 @@ def test_deny_route_refuses_at_once_through_the_policy(make: Callable[..., FakeT
 
 
 def test_decisions_need_a_request_and_the_lead_tool_respects_routing(
-    make: Callable[..., FakeTeam],
+    make: Callable[..., RealTeam],
 ) -> None:
     team = make(permissions="human")
     with pytest.raises(bp.ProtocolError, match="unknown permission request"):
@@ -255,9 +255,9 @@ def test_decisions_need_a_request_and_the_lead_tool_respects_routing(
 def test_a_teammates_ask_reaches_the_lead_and_the_answer_the_teammate_in_the_runtime(
     tmp_path: Path, stop_actors: list[Any]
 ) -> None:
-    """The whole route on a real ``TeamRuntime`` (the tests above drive the router over the fake
-    team): w1's bash call asks, the lead is told with the runtime's text, answers with its tool,
-    and w1's call is refused with the lead's reason."""
+    """The whole route through a member's own agent loop (the tests above drive the router for
+    the teammate, on a real runtime too): w1's bash call asks, the lead is told with the
+    runtime's text, answers with its tool, and w1's call is refused with the lead's reason."""
     root = team_repo(tmp_path)
     (root / ".team" / "settings.json").write_text(
         json.dumps({"approvals": {"permissions": "lead"}})

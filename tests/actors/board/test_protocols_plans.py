@@ -13,7 +13,7 @@ from actors.errors import StaleEpoch
 from actors.protocols import answer_shutdown, plan_mode_active
 from actors.tools.toolsets import NO_HOOKS, lead_tools, teammate_tools
 from tests.actors.runtime.runtime_support import stop_actors, team_repo
-from tests.actors.team_fakes import Driver, FakeTeam, Held, delivered, held_runtime, make_team
+from tests.actors.team_support import Driver, Held, RealTeam, delivered, held_runtime, real_team
 
 __all__ = ["stop_actors"]
 
@@ -21,30 +21,32 @@ WAIT_LIMIT_S = 30.0  # a generous bound for a test to fail rather than hang
 
 
 @pytest.fixture
-def team(tmp_path: Path) -> Iterator[FakeTeam]:
-    fake = make_team(tmp_path / "repo")
-    yield fake
-    fake.close()
+def team(tmp_path: Path) -> Iterator[RealTeam]:
+    team = real_team(tmp_path / "repo")
+    yield team
+    team.close()
 
 
-def drivers(team: FakeTeam, *, plan_required: bool = False) -> tuple[Driver, Driver]:
+def drivers(team: RealTeam, *, plan_required: bool = False) -> tuple[Driver, Driver]:
+    """The lead, and ann spawned on the real runtime and held in a model call (the test speaks
+    for her). Called before any task exists: a teammate with no work claims a ready task."""
     lead = Driver(lead_tools(team, hooks=NO_HOOKS), "lead", team.root)
     lead.ok("spawn_teammate", name="ann", prompt="work", plan_required=plan_required)
     return lead, Driver(teammate_tools(team, "ann", hooks=NO_HOOKS), "ann", team.root)
 
 
-def gated(team: FakeTeam, agent: str = "ann") -> bool:
+def gated(team: RealTeam, agent: str = "ann") -> bool:
     return plan_mode_active(team.board.refresh(), agent)
 
 
-def last_request_id(team: FakeTeam) -> str:
+def last_request_id(team: RealTeam) -> str:
     [msg] = [m for m in team.inbox("lead") if m.type == "plan_approval_request"][-1:]
     return str(msg.body["request_id"])
 
 
-def test_submit_reject_resubmit_approve(team: FakeTeam) -> None:
-    team.board.create("refactor", plan_required=True)
+def test_submit_reject_resubmit_approve(team: RealTeam) -> None:
     lead, ann = drivers(team)
+    team.board.create("refactor", plan_required=True)
     assert not gated(team)
     ann.ok("claim_task", task_id="task_1")
     assert gated(team)
@@ -82,9 +84,9 @@ def test_submit_reject_resubmit_approve(team: FakeTeam) -> None:
     ann.ok("complete_task", task_id="task_1", summary="done in steps")
 
 
-def test_an_approval_for_an_old_epoch_is_refused(team: FakeTeam) -> None:
-    team.board.create("refactor", plan_required=True)
+def test_an_approval_for_an_old_epoch_is_refused(team: RealTeam) -> None:
     lead, ann = drivers(team)
+    team.board.create("refactor", plan_required=True)
     ann.ok("claim_task", task_id="task_1")
     ann.ok("submit_plan", plan="v1")
     old = last_request_id(team)
@@ -98,9 +100,9 @@ def test_an_approval_for_an_old_epoch_is_refused(team: FakeTeam) -> None:
     assert team.events("plan.reviewed") == []
 
 
-def test_release_and_reclaim_void_an_approval(team: FakeTeam) -> None:
-    team.board.create("refactor", plan_required=True)
+def test_release_and_reclaim_void_an_approval(team: RealTeam) -> None:
     lead, ann = drivers(team)
+    team.board.create("refactor", plan_required=True)
     ann.ok("claim_task", task_id="task_1")
     ann.ok("submit_plan", plan="v1")
     lead.ok("review_plan", request_id=last_request_id(team), approve=True)
@@ -110,9 +112,9 @@ def test_release_and_reclaim_void_an_approval(team: FakeTeam) -> None:
     assert gated(team)
 
 
-def test_a_teammate_cannot_approve_its_own_plan(team: FakeTeam) -> None:
-    team.board.create("refactor", plan_required=True)
+def test_a_teammate_cannot_approve_its_own_plan(team: RealTeam) -> None:
     _, ann = drivers(team)
+    team.board.create("refactor", plan_required=True)
     ann.ok("claim_task", task_id="task_1")
     ann.ok("submit_plan", plan="trust me")
     rid = last_request_id(team)
@@ -122,9 +124,9 @@ def test_a_teammate_cannot_approve_its_own_plan(team: FakeTeam) -> None:
     assert gated(team)
 
 
-def test_an_approval_cannot_precede_the_submission(team: FakeTeam) -> None:
-    team.board.create("feature")
+def test_an_approval_cannot_precede_the_submission(team: RealTeam) -> None:
     lead, ann = drivers(team)
+    team.board.create("feature")
     assert "unknown plan request" in lead.error("review_plan", request_id="plan-x", approve=True)
     ann.ok("claim_task", task_id="task_1")
     assert not gated(team)
@@ -146,18 +148,18 @@ def test_an_approval_cannot_precede_the_submission(team: FakeTeam) -> None:
     ]
 
 
-def test_request_plan_needs_the_teammate_to_hold_the_task(team: FakeTeam) -> None:
-    team.board.create("feature")
+def test_request_plan_needs_the_teammate_to_hold_the_task(team: RealTeam) -> None:
     lead, _ = drivers(team)
+    team.board.create("feature")
     assert "ann does not hold task_1" in lead.error("request_plan", name="ann", task_id="task_1")
     assert "you hold no task" in Driver(
         teammate_tools(team, "ann", hooks=NO_HOOKS), "ann", team.root
     ).error("submit_plan", plan="p")
 
 
-def test_a_plan_required_member_is_gated_until_approved(team: FakeTeam) -> None:
-    team.board.create("plain task")
+def test_a_plan_required_member_is_gated_until_approved(team: RealTeam) -> None:
     lead, ann = drivers(team, plan_required=True)
+    team.board.create("plain task")
     assert gated(team)  # no task yet: still read-only
     ann.ok("claim_task", task_id="task_1")
     assert gated(team)
@@ -168,10 +170,10 @@ def test_a_plan_required_member_is_gated_until_approved(team: FakeTeam) -> None:
 
 
 def test_human_reviewer_gets_no_message_to_the_lead(tmp_path: Path) -> None:
-    team = make_team(tmp_path / "repo", {"approvals": {"plans": "human"}})
+    team = real_team(tmp_path / "repo", {"approvals": {"plans": "human"}})
     try:
-        team.board.create("refactor", plan_required=True)
         lead, ann = drivers(team)
+        team.board.create("refactor", plan_required=True)
         ann.ok("claim_task", task_id="task_1")
         assert "a human (teamctl plans)" in ann.ok("submit_plan", plan="p")
         assert team.inbox("lead") == []

@@ -150,3 +150,31 @@ def test_commands_use_and_refresh_the_snapshot(
     state, _ = snapshot.decode(blob)
     assert state.seq >= 5 and "task_4" in state.tasks
     assert "task 8" in ok(["tasks"]).stdout
+
+
+def test_decode_gives_back_the_state_it_was_made_of_and_leaves_the_collector_as_it_was(
+    team_dir: Path,
+) -> None:
+    import dataclasses
+    import gc
+    from types import MappingProxyType
+
+    board = Board(_journal(team_dir))
+    _fill(board, 6)
+    board.create("needs a plan", blocked_by=("task_2",), plan_required=True)
+    state = board.state
+    at = next(iter(FileJournal(team_dir).read_from(state.seq)))
+    # A lone surrogate is what json.dumps writes and pydantic's parser refuses: still read.
+    odd = state.tasks["task_3"]._replace(subject="half \ud800 a pair")
+    state = dataclasses.replace(state, tasks=MappingProxyType({**state.tasks, "task_3": odd}))
+    for enabled in (True, False):
+        gc.enable() if enabled else gc.disable()
+        try:
+            decoded, key = snapshot.decode(snapshot.encode(state, at))
+            assert gc.isenabled() is enabled
+        finally:
+            gc.enable()
+        assert decoded == state and key == snapshot.event_key(at)
+        assert decoded.tasks["task_3"].subject == "half \ud800 a pair"
+        assert decoded.tasks["task_7"].plan == state.tasks["task_7"].plan
+        assert decoded.tasks["task_2"].metadata == {"n": 1}

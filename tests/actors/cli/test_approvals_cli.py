@@ -10,30 +10,30 @@ import pytest
 from actors.protocols import plan_mode_active
 from actors.tools.toolsets import NO_HOOKS, lead_tools, teammate_tools
 from tests.actors.cli.cli_support import fails, ok, ok_json, run
-from tests.actors.team_fakes import Driver, FakeTeam, make_team
+from tests.actors.team_support import Driver, RealTeam, real_team
 
 
 @pytest.fixture
-def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeTeam]:
-    fake = make_team(tmp_path / "repo", {"approvals": {"plans": "human"}})
-    monkeypatch.chdir(fake.root)
+def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RealTeam]:
+    team = real_team(tmp_path / "repo", {"approvals": {"plans": "human"}})
+    monkeypatch.chdir(team.root)
     monkeypatch.delenv("TEAMCTL_SETTINGS", raising=False)
-    yield fake
-    fake.close()
+    yield team
+    team.close()
 
 
 @pytest.fixture
-def ann(team: FakeTeam) -> Driver:
-    team.board.create("refactor", "split the module", plan_required=True)
+def ann(team: RealTeam) -> Driver:
     Driver(lead_tools(team, hooks=NO_HOOKS), "lead", team.root).ok(
         "spawn_teammate", name="ann", prompt="work"
-    )
+    )  # first: a teammate with no work claims a ready task itself
+    team.board.create("refactor", "split the module", plan_required=True)
     driver = Driver(teammate_tools(team, "ann", hooks=NO_HOOKS), "ann", team.root)
     driver.ok("claim_task", task_id="task_1")
     return driver
 
 
-def test_no_plans_and_no_permissions(team: FakeTeam) -> None:
+def test_no_plans_and_no_permissions(team: RealTeam) -> None:
     assert ok(["plans"]).stdout.strip() == "no plans waiting"
     assert ok_json(["plans"]) == []
     assert ok(["permissions"]).stdout.strip() == "no permission requests waiting"
@@ -41,7 +41,7 @@ def test_no_plans_and_no_permissions(team: FakeTeam) -> None:
     assert "unknown plan request 'plan-nope'" in fails(["approve", "plan-nope"])
 
 
-def test_human_rejects_then_approves_a_plan(team: FakeTeam, ann: Driver) -> None:
+def test_human_rejects_then_approves_a_plan(team: RealTeam, ann: Driver) -> None:
     ann.ok("submit_plan", plan="v1")
     [row] = ok_json(["plans"])
     rid = row["request_id"]
@@ -78,7 +78,7 @@ def test_human_rejects_then_approves_a_plan(team: FakeTeam, ann: Driver) -> None
     assert [(e.actor, e.data["approve"]) for e in reviews] == [("user", False), ("maria", True)]
 
 
-def test_approving_a_plan_of_an_old_claim_is_refused(team: FakeTeam, ann: Driver) -> None:
+def test_approving_a_plan_of_an_old_claim_is_refused(team: RealTeam, ann: Driver) -> None:
     ann.ok("submit_plan", plan="v1")
     [row] = ok_json(["plans"])
     ann.ok("release_task", task_id="task_1", reason="later")

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +58,37 @@ def test_help_runs_without_heavy_modules() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+SETTINGS_MODELS = ("actors.settings", "harness.settings")
+"""The pydantic settings models: a team on files is opened without them (``actors/backend.py``)."""
+
+
+def _modules_after(argv: list[str], cwd: Path) -> list[str]:
+    """The settings-model modules imported by one CLI command run in a fresh interpreter."""
+    code = (
+        "import sys\n"
+        "from actors.cli.main import cli\n"
+        "try:\n"
+        f"    cli({argv!r})\n"
+        "except SystemExit as done:\n"
+        "    assert not done.code, done.code\n"
+        f"print(sorted(m for m in sys.modules if m in {SETTINGS_MODELS!r}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, check=True
+    )
+    return ast.literal_eval(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_commands_on_a_file_team_do_not_load_the_settings_models(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    script = [sys.executable, "-c", "from actors.cli.main import main; main()"]
+    subprocess.run([*script, "init"], cwd=tmp_path, check=True, capture_output=True)
+    for argv in (["task", "add", "a"], ["tasks"], ["task", "show", "task_1"], ["inbox", "lead"]):
+        assert _modules_after(argv, tmp_path) == [], argv
+    # A team whose settings name another backend still gets the full check (and its error).
+    settings = tmp_path / ".team" / "settings.json"
+    settings.write_text('{"backend": "postgres://x"}', encoding="utf-8")
+    bad = subprocess.run([*script, "tasks"], cwd=tmp_path, capture_output=True, text=True)
+    assert bad.returncode == 1 and "is not a backend" in bad.stderr

@@ -131,3 +131,20 @@ def test_an_edit_that_hides_its_time_is_still_found_by_replay_verify(
     assert '"two"' in path.read_text()
     result = run(["replay", "--verify"])
     assert result.exit_code == 1 and "task_1.json" in result.stdout
+
+
+def test_opening_removes_the_temporary_file_of_a_projection_writer_that_died(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = git_repo(tmp_path, monkeypatch)
+    ok(["task", "add", "a"])
+    tasks = root / ".tasks"
+    orphan = tasks / ".task_1.json.999999.tmp"  # what atomic_write leaves when killed mid-write
+    orphan.write_text('{"id": "task_1", "subj', encoding="utf-8")
+    keep = [tasks / ".tmp", tasks / "notes.tmp", tasks / "task_1.json"]
+    keep[0].write_text("", encoding="utf-8")
+    keep[1].write_text("", encoding="utf-8")
+    ok(["tasks"])  # the projections are current: only the files touched since are compared
+    assert not orphan.exists()
+    assert all(path.exists() for path in keep)
+    assert "warning" not in run(["tasks"]).stderr

@@ -155,6 +155,55 @@ def test_held_notices_reach_the_lead_on_the_board_change_that_leaves_nobody_at_w
     assert "task_1 w1: completed — wrote a" in model.inputs[0]
 
 
+class _CountingMaildir(Maildir):
+    """A real Maildir that counts the inbox reads."""
+
+    reads = 0
+
+    def pending(self, agent: str, *args: Any, **kwargs: Any) -> Any:
+        _CountingMaildir.reads += 1
+        return super().pending(agent, *args, **kwargs)
+
+
+def test_a_board_change_while_a_teammate_is_at_work_leaves_the_held_notices_unread(
+    tmp_path: Path,
+) -> None:
+    # Every commit of a busy team is a board change: while somebody is still at work the lead
+    # keeps its notices held without reading its inbox again (the reads compete with the team).
+    state = TeamState(
+        tasks={"task_1": Task("task_1", "a", status="completed", owner="w1")},
+        members={"w1": Member("w1", status="idle"), "w2": Member("w2", status="working")},
+    )
+    host = _Host(tmp_path, state)
+    host.mailbox = _CountingMaildir(tmp_path / "mailboxes")
+    for name in ("lead", "w1", "w2"):
+        host.mailbox.ensure_inbox(name)
+    model = _Model()
+    agent = Agent(
+        AgentConfig(name="lead", subagents=False),
+        root=tmp_path,
+        model=model,
+        policy=AllowAll(),
+        transcript_dir=tmp_path / "transcripts",
+    )
+    ref = Lead.start(agent, host, notify_window_s=0.0, timer=None)
+    body = {"text": "", "task_id": "task_1", "task_status": "completed", "summary": "wrote a"}
+    host.mailbox.deliver("w1", MessageDraft(to="lead", type="idle_notification", body=body))
+    ref.ask(Wake(reason="mail"))
+    held_at = _CountingMaildir.reads
+    for _ in range(5):
+        ref.ask(BoardChanged())
+    assert model.inputs == [] and host.mailbox.unread("lead") == 1
+    assert _CountingMaildir.reads == held_at, "the inbox was read again while w2 was at work"
+    host.board.state = TeamState(
+        tasks=state.tasks,
+        members={"w1": Member("w1", status="idle"), "w2": Member("w2", status="idle")},
+    )
+    ref.tell(BoardChanged())
+    assert model.called.wait(30), "the change that leaves nobody at work wakes the lead"
+    assert "task_1 w1: completed — wrote a" in model.inputs[0]
+
+
 def test_a_team_drains_and_goes_idle_with_no_timer_and_no_rescan_tick(
     tmp_path: Path, stop_actors: list[Any]
 ) -> None:
@@ -210,6 +259,39 @@ def test_a_stop_pauses_every_member_in_one_journal_commit(
         assert not rt.team.liveness.is_alive(name)
 
 
+def test_a_stop_asks_every_actor_to_stop_before_waiting_for_any(
+    tmp_path: Path, stop_actors: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The end of a run waits for its slowest actor, not for the sum of all: each teammate's
+    # stop here only finishes once the other one is stopping too.
+    from actors.runtime.teammate import Teammate
+    from actors.services import TeammateSpec
+
+    both_stopping = threading.Barrier(2, timeout=10)
+    met: list[str] = []
+    on_stop = Teammate.on_stop
+
+    def meet_then_stop(self: Teammate) -> None:
+        try:
+            both_stopping.wait()
+            met.append(self.name)
+        except threading.BrokenBarrierError:
+            pass
+        on_stop(self)
+
+    monkeypatch.setattr(Teammate, "on_stop", meet_then_stop)
+    root = team_repo(tmp_path)
+    model = Recording({"agents": {"*": {"rules": [{"match": "(?s).", "text": "ok"}]}}})
+    rt = runtime(root, model)
+    stop_actors.append(rt)
+    rt.start()
+    for name in ("w1", "w2"):
+        rt.services.spawn_teammate(TeammateSpec(name=name), by="lead")
+    assert rt.wait_idle(timeout=60)
+    rt.stop("run_ended")
+    assert sorted(met) == ["w1", "w2"], "one stop was waited for before the other was asked"
+
+
 def test_a_teammate_sends_its_notice_before_its_status_turns_idle(
     tmp_path: Path, stop_actors: list[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -255,3 +337,38 @@ def test_a_teammate_sends_its_notice_before_its_status_turns_idle(
     notice = mine.index(("send", "w1", "idle_notification"))
     assert ("status", "w1", "idle") in mine[notice:], mine
     assert ("status", "w1", "idle") not in mine[:notice], mine
+
+
+def test_a_claim_and_its_teammate_turning_working_are_one_commit(
+    tmp_path: Path, stop_actors: list[Any]
+) -> None:
+    # One fsync, not two, between a task becoming ready and the teammate's model call.
+    from actors.services import TeammateSpec
+
+    root = team_repo(tmp_path)
+    model = Recording({"agents": {"*": {"rules": [{"match": "(?s).", "text": "ok"}]}}})
+    rt = runtime(root, model)
+    stop_actors.append(rt)
+    rt.start()
+    rt.services.spawn_teammate(TeammateSpec(name="w1"), by="lead")
+    assert rt.wait_idle(timeout=60)
+    rt.board.create("one")
+    assert rt.wait_until(lambda: rt.board.refresh().tasks["task_1"].owner == "w1", timeout=60)
+    events = [
+        json.loads(line) for line in (root / ".team" / "journal.jsonl").read_text().splitlines()
+    ]
+    at = next(i for i, e in enumerate(events) if e["type"] == "task.claimed")
+    claimed, status = events[at], events[at + 1]
+    assert (status["type"], status["data"]["name"], status["data"]["status"]) == (
+        "member.status_changed",
+        "w1",
+        "working",
+    )
+    assert status["actor"] == claimed["actor"] == "w1"
+    assert status["ts"] == claimed["ts"], "one append for both"
+    working = [
+        e
+        for e in events
+        if e["type"] == "member.status_changed" and e["data"]["status"] == "working"
+    ]
+    assert working == [status], "the turn journals no second working status"

@@ -29,7 +29,7 @@ from harness.tools.base import PermissionRequest, ToolContext
 from harness.tools.executor import ToolExecutor
 from harness.tools.registry import ToolRegistry, builtin_tools
 from tests.actors.runtime.runtime_support import runtime, stop_actors, team_repo
-from tests.actors.team_fakes import FakeTeam, make_team
+from tests.actors.team_support import RealTeam, real_team
 
 __all__ = ["stop_actors"]
 
@@ -54,18 +54,18 @@ def call(tool: str, /, **args: Any) -> ToolUseBlock:
 
 
 @pytest.fixture
-def team(tmp_path: Path) -> Iterator[FakeTeam]:
-    fake = make_team(tmp_path / "repo", SETTINGS)
-    (fake.root / ".env").write_text("API_KEY=sk-live-123\n")
-    (fake.root / "README.md").write_text(f"# Project\n\n{INJECTION}\n")
-    yield fake
-    fake.close()
+def team(tmp_path: Path) -> Iterator[RealTeam]:
+    team = real_team(tmp_path / "repo", SETTINGS)
+    (team.root / ".env").write_text("API_KEY=sk-live-123\n")
+    (team.root / "README.md").write_text(f"# Project\n\n{INJECTION}\n")
+    yield team
+    team.close()
 
 
 class Member:
     """A teammate's tool stack with the policy the runtime builds for it."""
 
-    def __init__(self, team: FakeTeam, name: str = "ann", *, router: bool = True) -> None:
+    def __init__(self, team: RealTeam, name: str = "ann", *, router: bool = True) -> None:
         approver = PermissionRouter(team, lambda rid, timeout: None) if router else None
         self.policy = policy_for(
             team.settings, None, approver=approver, board=team.board, agent=name
@@ -77,7 +77,7 @@ class Member:
         return self.executor.run_one(call(tool, **args), self.ctx)
 
 
-def pairs(team: FakeTeam) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+def pairs(team: RealTeam) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """(requested, decided) payloads of each denial, in journal order."""
     events = [e for e in team.events() if e.type.startswith("permission.")]
     asked = {e.data["request_id"]: e for e in events if e.type == "permission.requested"}
@@ -91,12 +91,12 @@ def pairs(team: FakeTeam) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     return out
 
 
-def assert_nothing_pending(team: FakeTeam) -> None:
+def assert_nothing_pending(team: RealTeam) -> None:
     assert pending_permissions(team.journal) == []
     assert fold_permissions(NO_PERMISSIONS, team.events()) == {}
 
 
-def test_a_deny_rule_a_protected_path_and_plan_mode_are_journaled(team: FakeTeam) -> None:
+def test_a_deny_rule_a_protected_path_and_plan_mode_are_journaled(team: RealTeam) -> None:
     ann = Member(team)
     before = len(team.events())
 
@@ -128,7 +128,7 @@ def test_a_deny_rule_a_protected_path_and_plan_mode_are_journaled(team: FakeTeam
     assert_nothing_pending(team)
 
 
-def test_an_allowed_call_journals_nothing(team: FakeTeam) -> None:
+def test_an_allowed_call_journals_nothing(team: RealTeam) -> None:
     ann = Member(team)
     before = len(team.events())
     assert not ann.run("bash", command="ls").is_error
@@ -137,7 +137,7 @@ def test_an_allowed_call_journals_nothing(team: FakeTeam) -> None:
     assert len(team.events()) == before
 
 
-def test_a_routed_ask_is_journaled_once_by_the_router(team: FakeTeam) -> None:
+def test_a_routed_ask_is_journaled_once_by_the_router(team: RealTeam) -> None:
     ann = Member(team)
     # `rm` is not allowed nor denied: an ask, routed (settings deny it at once, journaled).
     assert ann.run("bash", command="rm -rf src").is_error
@@ -151,7 +151,7 @@ def test_a_routed_ask_is_journaled_once_by_the_router(team: FakeTeam) -> None:
     assert_nothing_pending(team)
 
 
-def test_a_journal_failure_still_denies(team: FakeTeam, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_journal_failure_still_denies(team: RealTeam, caplog: pytest.LogCaptureFixture) -> None:
     ann = Member(team)
     assert isinstance(ann.policy, JournaledPolicy)
 
@@ -168,7 +168,7 @@ def test_a_journal_failure_still_denies(team: FakeTeam, caplog: pytest.LogCaptur
     assert not ann.run("bash", command="ls").is_error  # allows are untouched
 
 
-def test_worktree_confinement_denials_are_journaled(team: FakeTeam) -> None:
+def test_worktree_confinement_denials_are_journaled(team: RealTeam) -> None:
     ann = Member(team)
     subprocess.run(["git", "-C", str(team.root), "commit", "-q", "--allow-empty", "-m", "i"])
     tree = team.root / ".worktrees" / "wt1"

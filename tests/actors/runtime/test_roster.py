@@ -72,3 +72,27 @@ def test_waiters_wake_on_a_change_and_stop_waiting_when_the_runtime_stops() -> N
     assert roster.wait_until(done.is_set, timeout=30)
     assert roster.begin_stop() and not roster.begin_stop()
     assert not roster.wait_until(lambda: False, timeout=30)  # returns at once: stopping
+
+
+def test_a_waiters_check_runs_outside_the_lock_and_never_misses_a_change() -> None:
+    # The check may read the board and the inboxes: the members reporting a change meanwhile
+    # (busy flags, statuses) must not wait for it, and what they report is seen.
+    roster, _ = _roster("w1")
+    reported = threading.Event()
+    checks: list[bool] = []
+
+    def report() -> None:
+        roster.set_busy("w1", True)  # takes the roster's lock
+        reported.set()
+
+    def check() -> bool:
+        if not checks:  # the first check: a member reports while it runs
+            threading.Thread(target=report).start()
+            checks.append(reported.wait(10))
+            return False  # as if it had read the state just before the report
+        checks.append(True)
+        return True
+
+    assert roster.wait_until(check, timeout=30)
+    assert checks[0] is True, "the report waited for the check to finish"
+    assert len(checks) == 2, "the change during the first check was checked again at once"

@@ -40,8 +40,11 @@ def test_brief_names_task_dependencies_not_the_root_and_idle_notification_carrie
             "w1": {
                 "rules": [
                     {
-                        "match": r"(?s)You now hold task (?P<id>task_\d+) \(claim 1\): second.*"
-                        r"task_1 \(completed\): base laid\n(?!Working directory)",
+                        # The whole brief: no working directory (it is the root), no status
+                        # for a completed dependency, no "when done" line (docs/ARCHITECTURE.md,
+                        # "Context and the prompt cache").
+                        "match": r"\AYou now hold task (?P<id>task_\d+) \(claim 1\): second\n"
+                        r"Description: build on it\nDependencies:\n- task_1: base laid\Z",
                         "tool_uses": [
                             {"name": "complete_task", "input": {"task_id": "{id}", "summary": "x"}}
                         ],

@@ -191,6 +191,24 @@ def test_the_team_budget_stops_every_agent_and_counts_other_processes_calls(team
     assert [h.agent for h in hits] == ["lead", "w1"]
 
 
+def test_without_a_journal_cap_the_check_before_a_call_does_not_read_the_journal(
+    team: Team,
+) -> None:
+    # Only the team budgets and max_turns_per_task need the journal; without them the check
+    # before each model call must not wait for the journal (a commit of another agent in flight).
+    board = team.board
+    seen = board.refresh().seq
+    other = open_team(team.repo.root, actor="w9")
+    try:
+        other.board.create("appended by another process")
+    finally:
+        other.close()
+    assert UsageMeter(board, TeamSettings(max_tokens_per_turn=100)).check("w1", 1) is None
+    assert board.state.seq == seen  # not read
+    assert UsageMeter(board, TeamSettings(max_turns_per_task=5)).check("w1", 1) is None
+    assert board.state.seq > seen  # a journal cap reads it
+
+
 def test_a_teammate_held_back_by_a_cap_is_not_taken_for_stalled(
     tmp_path: Path, stop_actors: list[Any]
 ) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from actors.tools.hooks import hook_runner_for, run_teammate_idle_hook
 from actors.tools.toolsets import lead_tools, teammate_tools
-from tests.actors.team_fakes import Driver, FakeTeam, make_team
+from tests.actors.team_support import Driver, RealTeam, real_team
 
 
 def hooks(event: str, command: str) -> dict[str, Any]:
@@ -33,7 +33,7 @@ COMPLETED = (
 
 
 def test_task_created_hook_refuses_before_journaling(tmp_path: Path) -> None:
-    team = make_team(tmp_path / "repo", hooks("TaskCreated", CREATED))
+    team = real_team(tmp_path / "repo", hooks("TaskCreated", CREATED))
     try:
         lead = Driver(lead_tools(team), "lead", team.root)  # hooks from the team settings
         refused = lead.error("create_task", subject="bad idea", description="x")
@@ -52,10 +52,10 @@ def test_task_created_hook_refuses_before_journaling(tmp_path: Path) -> None:
 
 
 def test_task_completed_hook_refuses_with_feedback(tmp_path: Path) -> None:
-    team = make_team(tmp_path / "repo", hooks("TaskCompleted", COMPLETED))
+    team = real_team(tmp_path / "repo", hooks("TaskCompleted", COMPLETED))
     try:
-        team.board.create("fix the parser")
         Driver(lead_tools(team), "lead", team.root).ok("spawn_teammate", name="ann", prompt="p")
+        team.board.create("fix the parser")
         ann = Driver(teammate_tools(team, "ann"), "ann", team.root)
         ann.ok("claim_task", task_id="task_1")
         refused = ann.error("complete_task", task_id="task_1", summary="fixed it")
@@ -75,7 +75,7 @@ def test_task_completed_hook_refuses_with_feedback(tmp_path: Path) -> None:
 
 
 def test_teammate_idle_hook_keeps_the_teammate_working(tmp_path: Path) -> None:
-    team: FakeTeam = make_team(tmp_path / "repo")
+    team: RealTeam = real_team(tmp_path / "repo")
     try:
         task = team.board.create("write docs")
         command = (
@@ -107,10 +107,10 @@ def test_team_hooks_carry_the_session_and_continue_false_stops_the_teammate(
         'payload=$(cat); echo "$payload" > completed.json; '
         'echo \'{"continue": false, "stopReason": "CI is red, stop here"}\''
     )
-    team = make_team(tmp_path / "repo", hooks("TaskCompleted", stop))
+    team = real_team(tmp_path / "repo", hooks("TaskCompleted", stop))
     try:
-        team.board.create("fix the parser", "the lexer too")
         Driver(lead_tools(team), "lead", team.root).ok("spawn_teammate", name="ann", prompt="p")
+        team.board.create("fix the parser", "the lexer too")
         ann = Driver(teammate_tools(team, "ann"), "ann", team.root)
         stopped: list[str] = []
         transcript = str(team.root / ".team" / "transcripts" / "ann.jsonl")

@@ -1,5 +1,5 @@
-"""The lead's team tools: the board's over a fake runtime (real journal, real Maildir), what the
-runtime does (spawning, mail, shutdown, cron) over the real ``TeamRuntime``."""
+"""The lead's team tools over a real ``TeamRuntime``: the board's, and what the runtime does
+(spawning, mail, shutdown, cron)."""
 
 from __future__ import annotations
 
@@ -23,24 +23,24 @@ from actors.tools.toolsets import (
 from mailboxes.events import Event
 from mailboxes.messages import Envelope, parse_envelope
 from tests.actors.runtime.runtime_support import stop_actors, team_repo
-from tests.actors.team_fakes import Driver, FakeTeam, Held, make_team
+from tests.actors.team_support import Driver, Held, RealTeam, real_team
 
 __all__ = ["stop_actors"]
 
 
 @pytest.fixture
-def team(tmp_path: Path) -> Iterator[FakeTeam]:
-    fake = make_team(tmp_path / "repo")
-    yield fake
-    fake.close()
+def team(tmp_path: Path) -> Iterator[RealTeam]:
+    team = real_team(tmp_path / "repo")
+    yield team
+    team.close()
 
 
 @pytest.fixture
-def lead(team: FakeTeam) -> Driver:
+def lead(team: RealTeam) -> Driver:
     return Driver(lead_tools(team, hooks=NO_HOOKS, now=lambda: 1e12), "lead", team.root)
 
 
-def test_factories_give_each_role_its_tools_with_valid_schemas(team: FakeTeam) -> None:
+def test_factories_give_each_role_its_tools_with_valid_schemas(team: RealTeam) -> None:
     lead_set = lead_tools(team, hooks=NO_HOOKS)
     mate_set = teammate_tools(team, "ann", hooks=NO_HOOKS)
     assert [t.name for t in lead_set] == list(LEAD_TOOL_NAMES)
@@ -54,7 +54,7 @@ def test_factories_give_each_role_its_tools_with_valid_schemas(team: FakeTeam) -
         assert len(spec.description) > 20
 
 
-def test_create_update_list_and_get_tasks(team: FakeTeam, lead: Driver) -> None:
+def test_create_update_list_and_get_tasks(team: RealTeam, lead: Driver) -> None:
     assert lead.ok("list_tasks") == "No open tasks."
     assert lead.ok("create_task", subject="design", description="write it down") == (
         "Created task_1 (ready): design"

@@ -13,25 +13,25 @@ from actors.tools.base import Input, TeamTool
 from actors.tools.toolsets import NO_HOOKS, lead_tools, teammate_tools
 from harness.permissions.checks import Permissions
 from harness.tools.base import ToolContext, ToolOutput
-from tests.actors.team_fakes import Driver, FakeTeam, make_team
+from tests.actors.team_support import Driver, RealTeam, real_team
 
 READ_ONLY = {"list_tasks", "get_task", "list_teammates", "list_crons"}
 PLAN_SAFE = {"claim_task", "release_task", "send_message", "submit_plan"}
 
 
 @pytest.fixture
-def team(tmp_path: Path) -> Iterator[FakeTeam]:
-    fake = make_team(tmp_path / "repo")
-    yield fake
-    fake.close()
+def team(tmp_path: Path) -> Iterator[RealTeam]:
+    team = real_team(tmp_path / "repo")
+    yield team
+    team.close()
 
 
-def team_tools(team: FakeTeam) -> dict[str, TeamTool[Any]]:
+def team_tools(team: RealTeam) -> dict[str, TeamTool[Any]]:
     tools = [*lead_tools(team, hooks=NO_HOOKS), *teammate_tools(team, "ann", hooks=NO_HOOKS)]
     return {t.name: t for t in tools if isinstance(t, TeamTool)}
 
 
-def test_only_tools_that_change_nothing_are_read_only(team: FakeTeam) -> None:
+def test_only_tools_that_change_nothing_are_read_only(team: RealTeam) -> None:
     tools = team_tools(team)
     assert {n for n, t in tools.items() if t.read_only} == READ_ONLY
     planning = {n for n, t in tools.items() if t.allowed_in_plan(t.input_model.model_construct())}
@@ -55,7 +55,7 @@ def test_a_new_team_tool_is_neither_read_only_nor_allowed_while_planning(tmp_pat
     ).decision == ("deny")
 
 
-def test_a_lead_in_plan_mode_cannot_change_the_team(team: FakeTeam) -> None:
+def test_a_lead_in_plan_mode_cannot_change_the_team(team: RealTeam) -> None:
     lead = Driver(lead_tools(team, hooks=NO_HOOKS), "lead", team.root, read_only=True)
     lead.ok("list_tasks")
     lead.ok("list_teammates")

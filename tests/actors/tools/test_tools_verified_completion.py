@@ -4,38 +4,35 @@ the task's worktree or the main checkout with the agent's command environment.""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-import pykka
 import pytest
 
 from actors.tools.toolsets import NO_HOOKS, lead_tools, teammate_tools
 from actors.worktrees.actor import WorktreesHandle
 from mailboxes.events import TaskVerified, payload
-from tests.actors.team_fakes import Driver, FakeTeam, make_team
+from tests.actors.team_support import Driver, RealTeam, real_team
 
 
 @pytest.fixture
-def team(tmp_path: Path) -> Iterator[FakeTeam]:
-    fake = make_team(tmp_path / "repo")
-    yield fake
-    pykka.ActorRegistry.stop_all()
-    fake.close()
+def team(tmp_path: Path) -> Iterator[RealTeam]:
+    team = real_team(tmp_path / "repo")
+    yield team
+    team.close()
 
 
-def _claimed(team: FakeTeam, verify: str) -> tuple[Driver, Driver]:
+def _claimed(team: RealTeam, verify: str) -> tuple[Driver, Driver]:
     lead = Driver(lead_tools(team, hooks=NO_HOOKS), "lead", team.root)
+    lead.ok("spawn_teammate", name="ann", prompt="work")  # first: it would claim a ready task
     text = lead.ok("create_task", subject="make done.txt", verify=verify)
     assert f"only once `{verify}` exits 0" in text
-    lead.ok("spawn_teammate", name="ann", prompt="work")
     ann = Driver(teammate_tools(team, "ann", hooks=NO_HOOKS), "ann", team.root)
     ann.ok("claim_task", task_id="task_1")
     return lead, ann
 
 
-def _verified(team: FakeTeam) -> list[TaskVerified]:
+def _verified(team: RealTeam) -> list[TaskVerified]:
     out = []
     for event in team.events("task.verified"):
         body = payload(event)
@@ -44,7 +41,7 @@ def _verified(team: FakeTeam) -> list[TaskVerified]:
     return out
 
 
-def test_completion_is_refused_until_the_command_passes(team: FakeTeam) -> None:
+def test_completion_is_refused_until_the_command_passes(team: RealTeam) -> None:
     _, ann = _claimed(team, "echo checking for done.txt; test -f done.txt")
     assert '"verify": "echo checking for done.txt; test -f done.txt"' in ann.ok(
         "get_task", task_id="task_1"
@@ -68,7 +65,7 @@ def test_completion_is_refused_until_the_command_passes(team: FakeTeam) -> None:
 
 
 def test_the_command_gets_the_scrubbed_command_environment(
-    team: FakeTeam, monkeypatch: pytest.MonkeyPatch
+    team: RealTeam, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-secret")
     _, ann = _claimed(team, 'test -z "$ANTHROPIC_API_KEY"')
@@ -77,30 +74,32 @@ def test_the_command_gets_the_scrubbed_command_environment(
 
 
 def test_a_command_that_outlives_the_timeout_fails(tmp_path: Path) -> None:
-    fake = make_team(tmp_path / "repo", {"team": {"verify_timeout_s": 0.5}})
+    team = real_team(tmp_path / "repo", {"team": {"verify_timeout_s": 0.5}})
     try:
-        _, ann = _claimed(fake, "sleep 30")
+        _, ann = _claimed(team, "sleep 30")
         refused = ann.error("complete_task", task_id="task_1", summary="done")
         assert "timed out after 0.5 s" in refused
-        assert [(v.timed_out, v.exit_code) for v in _verified(fake)] == [(True, None)]
+        assert [(v.timed_out, v.exit_code) for v in _verified(team)] == [(True, None)]
     finally:
-        fake.close()
+        team.close()
 
 
-def test_a_task_bound_to_a_worktree_is_verified_in_it(team: FakeTeam) -> None:
+def test_a_task_bound_to_a_worktree_is_verified_in_it(tmp_path: Path) -> None:
+    team = real_team(tmp_path / "repo", initial_commit=True, worktrees=True)
+    try:
+        _verified_in_its_worktree(team)
+    finally:
+        team.close()
+
+
+def _verified_in_its_worktree(team: RealTeam) -> None:
     root = team.root
-    for args in (
-        ("config", "user.email", "t@example.com"),
-        ("config", "user.name", "T"),
-        ("commit", "-q", "--allow-empty", "-m", "initial"),
-    ):
-        subprocess.run(["git", *args], cwd=root, check=True)
-    handle = WorktreesHandle.start(root, team.board)
-    team.worktrees = handle  # type: ignore[assignment]
+    handle = team.worktrees
+    assert isinstance(handle, WorktreesHandle)  # the runtime's Worktrees actor
     lead = Driver(lead_tools(team, hooks=NO_HOOKS), "lead", root)
+    lead.ok("spawn_teammate", name="ann", prompt="work")  # first: it would claim a ready task
     lead.ok("create_task", subject="make done.txt", verify="test -f done.txt")
     lead.ok("create_worktree", name="cart", task_id="task_1")
-    lead.ok("spawn_teammate", name="ann", prompt="work")
     ann = Driver(teammate_tools(team, "ann", hooks=NO_HOOKS), "ann", handle.path("cart"))
     ann.ok("claim_task", task_id="task_1")
 

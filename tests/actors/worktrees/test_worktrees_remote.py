@@ -22,7 +22,7 @@ from actors.worktrees.actor import WorktreesHandle
 from actors.worktrees.git import WorktreeError
 from actors.worktrees.remote import BranchSharing, sharing_warning
 from mailboxes.events import Event, TaskCompleted, payload
-from tests.actors.team_fakes import Driver, FakeTeam, make_team
+from tests.actors.team_support import Driver, RealTeam, real_team
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -55,16 +55,16 @@ class Clones:
     bare: Path
     one: Path
     two: Path
-    team: FakeTeam
+    team: RealTeam
     wt_one: WorktreesHandle
 
     def worked_and_claimed(self) -> Driver:
         """task_1 bound to worktree ``cart`` in clone one, claimed by ann, with one commit of
         hers and one uncommitted file."""
         lead = Driver(lead_tools(self.team, hooks=NO_HOOKS), "lead", self.one)
+        lead.ok("spawn_teammate", name="ann", prompt="work")  # first: it would claim a ready task
         lead.ok("create_task", subject="add the cart")
         lead.ok("create_worktree", name="cart", task_id="task_1")
-        lead.ok("spawn_teammate", name="ann", prompt="work")
         path = self.wt_one.path("cart")
         ann = Driver(teammate_tools(self.team, "ann", hooks=NO_HOOKS), "ann", path)
         ann.ok("claim_task", task_id="task_1")
@@ -81,30 +81,38 @@ class Clones:
         return body
 
 
-def _clones(tmp_path: Path, sharing: BranchSharing, settings: dict[str, object] | None = None):
+def _clones(
+    tmp_path: Path,
+    settings: dict[str, object] | None = None,
+    sharing: BranchSharing | None = None,
+) -> Clones:
+    """A real runtime in clone one with its own Worktrees actor (the team's branch sharing), or
+    with one started here with ``sharing`` (across hosts needs a backend other hosts join)."""
     bare, one, two = shared_remote(tmp_path)
-    team = make_team(one, settings)
-    handle = WorktreesHandle.start(one, team.board, sharing=sharing)
-    team.worktrees = handle  # type: ignore[assignment]
+    team = real_team(one, settings, worktrees=sharing is None)
+    if sharing is not None:
+        team.worktrees = WorktreesHandle.start(one, team.board, sharing=sharing)
+    handle = team.worktrees
+    assert isinstance(handle, WorktreesHandle)
     return Clones(bare, one, two, team, handle)
 
 
 @pytest.fixture
 def pushed(tmp_path: Path) -> Iterator[Clones]:
     """Branches pushed to ``origin`` (``team.worktree_remote``)."""
-    clones = _clones(tmp_path, BranchSharing(remote="origin"))
+    clones = _clones(tmp_path, {"team": {"worktree_remote": "origin"}})
     yield clones
-    pykka.ActorRegistry.stop_all()
     clones.team.close()
+    pykka.ActorRegistry.stop_all()  # the other clones' Worktrees actors
 
 
 @pytest.fixture
 def local(tmp_path: Path) -> Iterator[Clones]:
     """The file backend's default: branches stay in their clone."""
-    clones = _clones(tmp_path, BranchSharing())
+    clones = _clones(tmp_path)
     yield clones
-    pykka.ActorRegistry.stop_all()
     clones.team.close()
+    pykka.ActorRegistry.stop_all()
 
 
 def test_completion_pushes_the_branch_and_records_its_commit(pushed: Clones) -> None:
@@ -212,20 +220,19 @@ def test_a_clone_without_the_recorded_remote_says_so(pushed: Clones) -> None:
 
 
 def test_claiming_says_when_the_branch_cannot_travel(tmp_path: Path) -> None:
-    lonely = make_team(tmp_path / "lonely")  # a repository with no remote at all
-    git(lonely.root, "config", "user.name", "T")
-    git(lonely.root, "config", "user.email", "t@example.com")
-    git(lonely.root, "commit", "-q", "--allow-empty", "-m", "initial")
+    # a repository with no remote at all; across hosts needs a backend other hosts join, so its
+    # Worktrees actor is started here with that policy (the team is the real runtime's)
+    lonely = real_team(tmp_path / "lonely", initial_commit=True)
     try:
         for sharing, warned in ((BranchSharing(across_hosts=True), True), (BranchSharing(), False)):
             handle = WorktreesHandle.start(lonely.root, lonely.board, sharing=sharing)
-            lonely.worktrees = handle  # type: ignore[assignment]
+            lonely.worktrees = handle
             lead = Driver(lead_tools(lonely, hooks=NO_HOOKS), "lead", lonely.root)
+            member = f"m{len(lonely.board.refresh().tasks) + 1}"
+            lead.ok("spawn_teammate", name=member, prompt="work")  # first: it would claim one
             tid = lead.ok("create_task", subject="work").split()[1].rstrip(":")
             name = f"w{tid}"
             lead.ok("create_worktree", name=name, task_id=tid)
-            member = f"m{tid.replace('_', '')}"
-            lead.ok("spawn_teammate", name=member, prompt="work")
             who = Driver(teammate_tools(lonely, member, hooks=NO_HOOKS), member, lonely.root)
             text = who.ok("claim_task", task_id=tid)
             lines = [line for line in text.splitlines() if "cannot travel" in line]
@@ -235,12 +242,12 @@ def test_claiming_says_when_the_branch_cannot_travel(tmp_path: Path) -> None:
                 assert "no shared git remote" in lines[0]
             handle.stop()
     finally:
-        pykka.ActorRegistry.stop_all()
         lonely.close()
+        pykka.ActorRegistry.stop_all()
 
 
 def test_with_a_shared_remote_claiming_says_nothing(tmp_path: Path) -> None:
-    clones = _clones(tmp_path, BranchSharing(across_hosts=True))
+    clones = _clones(tmp_path, sharing=BranchSharing(across_hosts=True))
     try:
         ann = clones.worked_and_claimed()  # claim_task inside
         text = ann.ok("get_task", task_id="task_1")
@@ -250,8 +257,8 @@ def test_with_a_shared_remote_claiming_says_nothing(tmp_path: Path) -> None:
         ann.ok("complete_task", task_id="task_1", summary="done")
         assert clones.completion().remote == "origin"
     finally:
-        pykka.ActorRegistry.stop_all()
         clones.team.close()
+        pykka.ActorRegistry.stop_all()
 
 
 def test_the_policy_follows_the_backend_and_the_setting(
@@ -335,7 +342,7 @@ def test_a_runtime_says_once_at_start_when_branches_cannot_travel(
 
     from actors.runtime.services import TaskWorktrees
 
-    lonely = make_team(tmp_path / "lonely")  # no remote
+    lonely = real_team(tmp_path / "lonely")  # no remote
     try:
         for sharing, lines in ((BranchSharing(across_hosts=True), 1), (BranchSharing(), 0)):
             caplog.clear()
@@ -346,5 +353,5 @@ def test_a_runtime_says_once_at_start_when_branches_cannot_travel(
             said = [r.message for r in caplog.records if "cannot travel" in r.message]
             assert len(said) == lines, said
     finally:
-        pykka.ActorRegistry.stop_all()
         lonely.close()
+        pykka.ActorRegistry.stop_all()

@@ -12,19 +12,15 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-import pykka
 import pytest
 from click.testing import Result
 
 from actors.factory import open_team
-from actors.settings import load_settings
 from actors.tools.toolsets import NO_HOOKS, lead_tools, teammate_tools
 from actors.worktrees.actor import WorktreesHandle
-from actors.worktrees.remote import BranchSharing
 from mailboxes.events import TaskCompleted, payload
-from mailboxes.maildir import Maildir
 from tests.actors.cli.cli_support import run
-from tests.actors.team_fakes import Driver, FakeTeam
+from tests.actors.team_support import Driver, run_team
 from tests.actors.worktrees.test_worktrees_remote import git, shared_remote
 from tests.support.nats_server import NatsServer, running_server
 
@@ -55,37 +51,24 @@ def connect(root: Path, backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def complete_in_clone_one(one: Path) -> str:
-    """In clone one: ann claims task_1 (bound to ``cart``), commits, completes with
-    ``complete_task`` through this clone's Worktrees actor, as its runtime would. Returns the
-    tool's answer."""
-    team = open_team(one, actor="runtime")
-    settings = load_settings(team.repo.settings_path)
-    services = FakeTeam(
-        root=one,
-        journal=team.journal,  # type: ignore[arg-type]
-        board=team.board,
-        mailbox=Maildir(one / ".team" / "mailboxes"),
-        settings=settings,
-    )
-    handle = WorktreesHandle.start(
-        one, team.board, sharing=BranchSharing.for_team(team.repo.settings_path, settings)
-    )
-    services.worktrees = handle  # type: ignore[assignment]
+    """In clone one, a real runtime (with its Worktrees actor, the team's branch sharing): the
+    lead spawns ann on task_1 (bound to ``cart``); speaking for her, the test commits and
+    completes with ``complete_task``. Returns the tool's answer."""
+    team = run_team(one, worktrees=True)
     try:
-        Driver(lead_tools(services, hooks=NO_HOOKS), "lead", one).ok(
-            "spawn_teammate", name="ann", prompt="work"
+        handle = team.worktrees
+        assert isinstance(handle, WorktreesHandle)
+        spawned = Driver(lead_tools(team, hooks=NO_HOOKS), "lead", one).ok(
+            "spawn_teammate", name="ann", prompt="work", task_id="task_1"
         )
+        assert "working on task_1" in spawned and "cannot travel" not in spawned  # has origin
         path = handle.path("cart")
-        ann = Driver(teammate_tools(services, "ann", hooks=NO_HOOKS), "ann", path)
-        claimed = ann.ok("claim_task", task_id="task_1")
-        assert "cannot travel" not in claimed  # clone one has origin
+        ann = Driver(teammate_tools(team, "ann", hooks=NO_HOOKS), "ann", path)
         (path / "cart.py").write_text("CART = []\n")
         git(path, "add", "cart.py")
         git(path, "commit", "-q", "-m", "cart, from clone one")
         return ann.ok("complete_task", task_id="task_1", summary="cart added")
     finally:
-        handle.stop()
-        pykka.ActorRegistry.stop_all()
         team.close()
 
 
