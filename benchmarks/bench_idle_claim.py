@@ -2,8 +2,11 @@
 
 A real ``TeamRuntime`` with idle teammates (scripted model, no latency, the real team tools).
 Another process adds one ready task at a time to the board (a journal append: the only wake-up
-is the watcher's journal hint); the time from the durable append to the ``task.claimed``
-event's commit (the teammate's ``claimed`` runtime event) is one sample. The teammate then
+is the watcher's journal hint); the time from the start of the append to the ``task.claimed``
+event's commit (the teammate's ``claimed`` runtime event) is one sample. (Not from the append's
+return: with group commit a teammate may see the new line, claim it and have its own commit
+durable, covering the creation too, before the creator's acknowledgement comes back —
+docs/RELIABILITY.md, "What is guaranteed".) The teammate then
 completes it and goes idle again before the next task. Prints one JSON object; exits 1 when a
 figure misses its target.
 
@@ -34,8 +37,9 @@ CHILD = textwrap.dedent(
     from actors.factory import open_team
     team = open_team(__import__("pathlib").Path(sys.argv[1]))
     for line in sys.stdin:
+        start = time.monotonic()
         team.board.create("task " + line.strip())
-        print(time.monotonic(), flush=True)
+        print(start, flush=True)
     """
 )
 

@@ -4,8 +4,9 @@ Prints one JSON object: {"benchmark": "mailbox", "figures": [{"name", "value", "
 "ok"}, ...]} and exits 1 when a figure misses its target. Throughputs are medians over
 ``--repeat`` runs; every run reads back every acknowledged id (zero lost). The disk sets the
 limit of durable delivery, so its figure is a ratio: one sender's rate over the disk floor (the
-same syscalls in a plain loop over pathlib paths) measured interleaved in the same run, target
->= 0.9; the same ratio to a leaner floor (string paths, no pathlib) is shown beside it.
+same syscalls in a plain loop over pathlib paths) measured in the same run, in short rounds in a
+rotating order, as the median of each round's ratio (the disk's speed drifts), target >= 0.9;
+the same ratio to a leaner floor (string paths, no pathlib) is shown beside it.
 Wake latency is a message written by another process → the watcher callback in this one has
 re-listed ``new/`` and seen it. Scratch files live in the system's temporary directory.
 
@@ -209,6 +210,8 @@ def percentile(values: list[float], q: float) -> float:
 
 
 FLOOR_SHARE = 0.9
+ROUNDS_PER_REPEAT = 10
+"""Rounds each ``--repeat`` is split into (short, alternating measurements: see ``main``)."""
 
 
 def main() -> None:
@@ -221,11 +224,20 @@ def main() -> None:
     if args.quick:
         args.messages, args.repeat, args.samples, args.senders = 64, 1, 10, 2
     with scratch("mailbox") as tmp:
+        # The disk's speed drifts by 2-3x within a minute on a shared machine, so the three are
+        # measured in short rounds, in a rotating order, and each round's ratio pairs rates
+        # taken under the same disk weather; the headline is the median of those ratios.
         one, floor, lean = [], [], []
-        for r in range(args.repeat):  # interleaved, so all see the same disk weather
-            one.append(one_sender(tmp, r, args.messages))
-            floor.append(disk_floor(tmp, r, args.messages))
-            lean.append(lean_floor(tmp, r, args.messages))
+        rounds = args.repeat * ROUNDS_PER_REPEAT
+        chunk = max(args.messages // ROUNDS_PER_REPEAT, 1)
+        for r in range(rounds):
+            runs = [
+                lambda r=r: one.append(one_sender(tmp, r, chunk)),
+                lambda r=r: floor.append(disk_floor(tmp, r, chunk)),
+                lambda r=r: lean.append(lean_floor(tmp, r, chunk)),
+            ]
+            for i in range(3):
+                runs[(r + i) % 3]()
         batched = [one_sender_batched(tmp, r, args.messages, 16) for r in range(args.repeat)]
         many = [
             many_senders(tmp, r, args.messages // args.senders, args.senders)
@@ -237,15 +249,15 @@ def main() -> None:
     floor_rate = statistics.median(floor)
     lean_rate = statistics.median(lean)
     one_rate = statistics.median(rate for rate, _ in one)
+    vs_floor = statistics.median(o / f for (o, _), f in zip(one, floor, strict=True))
+    vs_lean = statistics.median(o / f for (o, _), f in zip(one, lean, strict=True))
     many_rate = statistics.median(rate for rate, _ in many)
     p50, p99 = percentile(wake, 0.5) * 1000, percentile(wake, 0.99) * 1000
     figures = [
-        at_least(
-            "durable_delivery_one_sender_vs_disk_floor", one_rate / floor_rate, "x", FLOOR_SHARE
-        ),
+        at_least("durable_delivery_one_sender_vs_disk_floor", vs_floor, "x", FLOOR_SHARE),
         shown("durable_delivery_one_sender", one_rate, "msg/s"),
         shown("disk_floor_same_syscalls_no_python", floor_rate, "msg/s"),
-        shown("durable_delivery_one_sender_vs_lean_floor", one_rate / lean_rate, "x"),
+        shown("durable_delivery_one_sender_vs_lean_floor", vs_lean, "x"),
         shown("disk_floor_same_syscalls_string_paths", lean_rate, "msg/s"),
         shown("durable_delivery_one_sender_batches_of_16", batched_rate, "msg/s"),
         shown(f"durable_delivery_{args.senders}_sender_processes", many_rate, "msg/s"),
