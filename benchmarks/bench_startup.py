@@ -8,7 +8,8 @@ start-up figure is a ratio to the bare ``python -c "import anthropic"`` measured
 Figures (medians over ``--runs``):
 
 - ``startup_vs_bare_import_anthropic``: process start → the first model request arrives, over the
-  bare import time; target <= 1.3.
+  bare import time timed right before and after the same run; the median of the runs' ratios;
+  target <= 1.3.
 - ``drain_first_request_to_last_file``: the first model request → the last expected file written
   (its mtime), for scale (the issue compares it with another project's run, not measured here).
 - ``exit_after_last_completion``: the last ``task.completed`` event → the process has exited;
@@ -16,7 +17,7 @@ Figures (medians over ``--runs``):
 
 Prints one JSON object; exits 1 when a figure misses its target.
 
-    python -m benchmarks.bench_startup [--runs 3] [--samples 5] [--quick]
+    python -m benchmarks.bench_startup [--runs 5] [--samples 5] [--quick]
 """
 
 from __future__ import annotations
@@ -85,12 +86,15 @@ def one_run(workload: dict[str, Any], base: Path, timeout: float, samples: int) 
         env = child_env(base, server, None)
         root = make_repo(base, workload, env, team=True)
         args = ["run", "--headless", "--timeout", str(timeout), workload["prompt"]]
+        # The bare import is timed right before and right after the run, so the run's ratio
+        # pairs times taken under the same load.
+        before = bare_import_s(env, root, (samples + 1) // 2)
         started = time.time()
         proc = subprocess.run(
             teamctl_command(*args), cwd=root, env=env, capture_output=True, text=True
         )
         ended = time.time()
-        bare = bare_import_s(env, root, samples)
+        bare = statistics.median([before, bare_import_s(env, root, max(samples // 2, 1))])
     if proc.returncode != 0 or not files_ok(root, workload) or server.first_at is None:
         raise SystemExit(f"the team run failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
     last_file = max(os.stat(root / spec["path"]).st_mtime_ns / 1e9 for spec in workload["files"])
@@ -104,7 +108,7 @@ def one_run(workload: dict[str, Any], base: Path, timeout: float, samples: int) 
 
 def main() -> None:
     cmd = parser(__doc__)
-    cmd.add_argument("--runs", type=int, default=3)
+    cmd.add_argument("--runs", type=int, default=5)
     cmd.add_argument("--samples", type=int, default=5, help="bare imports timed")
     cmd.add_argument("--timeout", type=float, default=120.0)
     args = cmd.parse_args()
@@ -117,10 +121,11 @@ def main() -> None:
         ]
     startup = statistics.median(r["startup"] for r in runs)
     bare = statistics.median(r["bare"] for r in runs)
+    ratio = statistics.median(r["startup"] / r["bare"] for r in runs)
     drain = statistics.median(r["drain"] for r in runs)
     exit_ms = statistics.median(r["exit"] for r in runs) * 1000
     figures = [
-        at_most("startup_vs_bare_import_anthropic", startup / bare, "x", STARTUP_RATIO, 2),
+        at_most("startup_vs_bare_import_anthropic", ratio, "x", STARTUP_RATIO, 2),
         shown("startup_to_first_model_request", startup * 1000, "ms", 1),
         shown("bare_python_import_anthropic", bare * 1000, "ms", 1),
         shown("drain_first_request_to_last_file", drain * 1000, "ms", 1),
