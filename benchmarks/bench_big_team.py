@@ -12,17 +12,21 @@ bare interpreter start (``python -c pass``) is measured in the same run for scal
 1 when a command misses its budget (docs/ARCHITECTURE.md, "Start-up and benchmarks").
 
     python -m benchmarks.bench_big_team [--samples 7] [--tasks 20000] [--events 100000]
-        [--tail 2048] [--quick]
+        [--tail 2048] [--keep DIR] [--quick]
+
+``--keep DIR`` builds the team in ``DIR/repo`` and keeps it; a later run with the same ``DIR``
+reuses it instead of building it again (its ``task add`` and ``claim`` samples make it grow).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +153,28 @@ def build_team(
         return team.journal.last_seq(), ready
 
 
+def existing_team(repo: Path) -> tuple[int, list[int]]:
+    """The journal's last seq and the ready tasks nobody holds (highest first) of a kept team."""
+    from actors.factory import open_team
+
+    with open_team(repo, read_only=True) as team:
+        state = team.state()
+        ready = sorted((t.number for t in state.ready()), reverse=True)
+        return team.journal.last_seq(), ready
+
+
+@contextlib.contextmanager
+def workdir(keep: str | None) -> Iterator[Path]:
+    """``keep`` (created when missing, never removed) or a scratch folder removed afterwards."""
+    if keep is None:
+        with scratch("big-team") as tmp:
+            yield tmp
+    else:
+        path = Path(keep).resolve()
+        path.mkdir(parents=True, exist_ok=True)
+        yield path
+
+
 def main() -> None:
     cmd = parser(__doc__)
     cmd.add_argument("--samples", type=int, default=7)
@@ -160,14 +186,23 @@ def main() -> None:
         default=SNAPSHOT_EVERY // 2,
         help="events after the state snapshot (default: half the snapshot interval)",
     )
+    cmd.add_argument(
+        "--keep",
+        metavar="DIR",
+        help="build the team in DIR/repo and keep it; reuse it when it is already there",
+    )
     args = cmd.parse_args()
     if args.quick:
         args.samples, args.tasks, args.events, args.tail = 2, 200, 1000, 50
     teamctl = teamctl_command()
-    with scratch("big-team") as tmp:
+    with workdir(args.keep) as tmp:
         repo = tmp / "repo"
         started = time.perf_counter()
-        seq, ready = build_team(teamctl, repo, args.tasks, args.events, args.tail)
+        reused = args.keep is not None and (repo / ".team").is_dir()
+        if reused:
+            seq, ready = existing_team(repo)
+        else:
+            seq, ready = build_team(teamctl, repo, args.tasks, args.events, args.tail)
         setup_s = time.perf_counter() - started
         n = args.samples
         last = args.tasks  # the last imported task: pending, never claimed by the activity
@@ -206,7 +241,7 @@ def main() -> None:
                     [*teamctl, "task", "claim"],
                     repo,
                     n,
-                    [[f"task_{t}", "--as", f"person{i}"] for i, t in enumerate(claimable)],
+                    [[f"task_{t}", "--as", f"person{i}-{seq}"] for i, t in enumerate(claimable)],
                 ),
                 "ms",
                 TARGET_MS,
@@ -229,6 +264,7 @@ def main() -> None:
         tail=args.tail,
         samples=args.samples,
         setup_s=round(setup_s, 1),
+        reused=reused,
     )
 
 

@@ -11,10 +11,13 @@ it (and the board folds the journal from the start instead) when:
   that event's identity (time, type, actor, op id), which must match the journal's event of that
   seq (a salvaged, replaced or shorter journal).
 
-The format is JSON (a header line, then the body): values are the state's own tuples as lists.
-Writing one costs a few hundred milliseconds for 20,000 tasks, once per ``SNAPSHOT_EVERY``
-events, outside the journal lock; it goes through the ``BlobStore`` port, so the scale-out
-backend stores it the same way.
+The format is a JSON header line, then the body in Python's ``marshal`` format: the state's own
+tuples, dicts and lists (decoding 20,000 tasks takes about a third of the time JSON took). The
+header names the marshal version and the Python version that wrote it, and a snapshot written by
+another one is not used (``marshal`` is only guaranteed to read back what the same version wrote);
+its checksum is checked before the body is decoded. Writing one costs a few hundred milliseconds
+for 20,000 tasks, once per ``SNAPSHOT_EVERY`` events, outside the journal lock; it goes through
+the ``BlobStore`` port, so the scale-out backend stores it the same way.
 """
 
 from __future__ import annotations
@@ -23,13 +26,13 @@ import gc
 import hashlib
 import json
 import logging
+import marshal
+import sys
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
-
-from pydantic_core import from_json
 
 from actors.board.state import (
     Member,
@@ -50,7 +53,9 @@ log = logging.getLogger(__name__)
 SNAPSHOT_BLOB = "state.snapshot"
 SNAPSHOT_EVERY = 4096
 """Events between two snapshots."""
-_FORMAT = 1
+_FORMAT = 2
+_CODEC = f"marshal-{marshal.version}-py{sys.version_info[0]}.{sys.version_info[1]}"
+"""How the body is encoded: a snapshot with another codec is ignored (module docstring)."""
 _EMPTY_MAP: Mapping[str, Any] = MappingProxyType({})
 
 
@@ -73,44 +78,37 @@ def event_key(event: Event) -> list[Any]:
     return [event.seq, event.ts, event.type, event.actor, event.op_id]
 
 
-def _task_row(task: Task) -> list[Any]:
-    row: list[Any] = list(task)
-    row[6], row[7] = list(task.blocked_by), list(task.blocks)
-    row[10] = list(task.plan)
-    row[15] = dict(task.metadata)
-    return row
+def _task_row(task: Task) -> tuple[Any, ...]:
+    """A task as plain values (``marshal`` takes no named tuples or mapping proxies)."""
+    return (
+        *task[:6],
+        tuple(task.blocked_by),
+        tuple(task.blocks),
+        *task[8:10],
+        tuple(task.plan),
+        *task[11:15],
+        dict(task.metadata),
+        *task[16:],
+    )
 
 
-def _tasks(rows: list[list[Any]]) -> dict[str, Task]:
-    """The tasks of a snapshot's rows (reused in place). Equal plans share one ``TaskPlan``."""
+def _tasks(rows: list[tuple[Any, ...]]) -> dict[str, Task]:
+    """The tasks of a snapshot's rows. Equal plans share one ``TaskPlan``."""
     plans: dict[tuple[Any, ...], TaskPlan] = {}
-    make = Task._make
+    new = tuple.__new__  # Task._make without its length check: the rows are ours (checksummed)
     tasks = {}
     for row in rows:
-        row[6] = tuple(row[6]) if row[6] else ()
-        row[7] = tuple(row[7]) if row[7] else ()
-        key = tuple(row[10])
+        key = row[10]
         plan = plans.get(key)
         if plan is None:
             plan = plans[key] = TaskPlan._make(key)
-        row[10] = plan
-        row[15] = MappingProxyType(row[15]) if row[15] else _EMPTY_MAP
-        tasks[row[0]] = make(row)
+        meta = row[15]
+        view = MappingProxyType(meta) if meta else _EMPTY_MAP
+        tasks[row[0]] = new(Task, (*row[:10], plan, *row[11:15], view, *row[16:]))
     return tasks
 
 
-def _parse(raw: bytes) -> Any:
-    """JSON ``raw`` parsed by pydantic's parser (about a fifth faster than ``json.loads`` on a
-    snapshot); ``json.loads`` for what it refuses that ``json.dumps`` writes (lone surrogates)."""
-    try:
-        return from_json(raw)
-    except ValueError:
-        return json.loads(raw)
-
-
-def _member(row: list[Any]) -> Member:
-    if row[7] is not None:
-        row[7] = tuple(row[7])
+def _member(row: tuple[Any, ...]) -> Member:
     return Member._make(row)
 
 
@@ -124,19 +122,20 @@ def encode(state: TeamState, at: Event) -> bytes:
         "team_seq": state.team_seq,
         "next_task": state.next_task,
         "tasks": [_task_row(t) for t in state.tasks.values()],
-        "members": [list(m) for m in state.members.values()],
+        "members": [tuple(m) for m in state.members.values()],
         "holdings": dict(state.holdings),
-        "plan_requests": [list(p) for p in state.plan_requests.values()],
+        "plan_requests": [tuple(p) for p in state.plan_requests.values()],
         "ops": dict(state.ops),
-        "worktrees": [list(w) for w in state.worktrees.values()],
-        "usage": list(state.usage),
-        "agent_usage": {k: list(v) for k, v in state.agent_usage.items()},
-        "task_usage": {k: list(v) for k, v in state.task_usage.items()},
-        "untasked_usage": list(state.untasked_usage),
+        "worktrees": [tuple(w) for w in state.worktrees.values()],
+        "usage": tuple(state.usage),
+        "agent_usage": {k: tuple(v) for k, v in state.agent_usage.items()},
+        "task_usage": {k: tuple(v) for k, v in state.task_usage.items()},
+        "untasked_usage": tuple(state.untasked_usage),
     }
-    raw = json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
+    raw = marshal.dumps(body)
     header = {
         "format": _FORMAT,
+        "codec": _CODEC,
         "fold": fingerprint(),
         "seq": state.seq,
         "at": event_key(at),
@@ -181,6 +180,8 @@ def decode(data: bytes) -> tuple[TeamState, list[Any]]:
         header = json.loads(head)
         if not sep or header.get("format") != _FORMAT:
             raise SnapshotRejected("not a snapshot of this format")
+        if header.get("codec") != _CODEC:
+            raise SnapshotRejected(f"written as {header.get('codec')}, not {_CODEC}")
         if header.get("fold") != fingerprint():
             raise SnapshotRejected("made by another version of the fold")
         if hashlib.sha256(raw).hexdigest() != header.get("sha256"):
@@ -190,14 +191,14 @@ def decode(data: bytes) -> tuple[TeamState, list[Any]]:
         paused = gc.isenabled()
         gc.disable()
         try:
-            state = _state(_parse(raw))
+            state = _state(marshal.loads(raw))
         finally:
             if paused:
                 gc.enable()
         at = header["at"]
     except SnapshotRejected:
         raise
-    except (ValueError, KeyError, TypeError, IndexError) as exc:
+    except (ValueError, KeyError, TypeError, IndexError, EOFError) as exc:
         raise SnapshotRejected(f"unreadable ({type(exc).__name__}: {exc})") from None
     if state.seq != header.get("seq") or not isinstance(at, list) or at[:1] != [state.seq]:
         raise SnapshotRejected("inconsistent header")

@@ -18,16 +18,14 @@ from harness.tools.base import ToolContext, ToolError, ToolOutput
 
 
 class SpawnTeammateInput(Input):
-    name: str = Field(description="Unique member name (letters, digits, '-', '_').")
-    role: str = Field("general", description="What kind of work it does (tasks may ask a role).")
-    prompt: str = Field(description="Its instructions: the goal, constraints, how to report.")
-    model: str | None = Field(None, description="Model id (default: the team's teammate model).")
+    name: str = Field(description="Unique name: letters, digits, '-', '_'.")
+    role: str = Field("general", description="Its kind of work (a task's role limits claims).")
+    prompt: str = Field(description="Its instructions: goal, constraints, how to report.")
+    model: str | None = Field(None, description="Model id (default: the team's).")
     task_id: str | None = Field(
-        None, description="A ready task to claim for it before it starts (no teammate if taken)."
+        None, description="A ready task to claim for it first; if taken, no teammate starts."
     )
-    plan_required: bool = Field(
-        False, description="It must get a plan approved before changing anything."
-    )
+    plan_required: bool = Field(False, description="Needs a plan approved before any change.")
     tools: list[str] | None = Field(None, description="Restrict its tools to these names.")
     worktree: bool = Field(False, description="Give its task its own git worktree.")
 
@@ -49,9 +47,8 @@ def member_json(m: MemberView, now: float) -> dict[str, object]:
 class SpawnTeammateTool(TeamTool[SpawnTeammateInput]):
     name = "spawn_teammate"
     description = (
-        "Start a teammate that works in parallel. Give it a clear prompt. With task_id, that task "
-        "is claimed for it first. Teammates report back with messages and an idle notification "
-        "when they finish a turn: after spawning, end your turn and wait for them."
+        "Start a teammate working in parallel. It reports back by message and an idle "
+        "notification when it finishes a turn."
     )
     input_model = SpawnTeammateInput
 
@@ -67,7 +64,7 @@ class SpawnTeammateTool(TeamTool[SpawnTeammateInput]):
             worktree=args.worktree,
         )
         view = self.services.spawn_teammate(spec, by=self.agent)
-        parts = [f"Spawned teammate {view.name} (role {view.role}, status {view.status})"]
+        parts = [f"Spawned teammate {view.name}"]
         if view.task_id:
             parts.append(f"working on {view.task_id}")
         if view.worktree:
@@ -105,8 +102,8 @@ class RequestShutdownInput(Input):
 class RequestShutdownTool(TeamTool[RequestShutdownInput]):
     name = "request_shutdown"
     description = (
-        "Ask a teammate to finish its current step, release or complete its task and stop. "
-        "It answers with a shutdown_response message."
+        "Ask a teammate to finish its step, release or complete its task and stop; it answers "
+        "with a shutdown_response message."
     )
     input_model = RequestShutdownInput
 
@@ -121,15 +118,15 @@ class RequestShutdownTool(TeamTool[RequestShutdownInput]):
 
 
 class RequestPlanInput(Input):
-    name: str = Field(description="The teammate holding the task.")
+    name: str = Field(description="The teammate.")
     task_id: str = Field(description="The task it holds.")
 
 
 class RequestPlanTool(TeamTool[RequestPlanInput]):
     name = "request_plan"
     description = (
-        "Require a teammate to submit a plan for the task it holds before it changes anything. "
-        "It stays read-only until you approve the plan with review_plan."
+        "Make a teammate submit a plan for its task; it stays read-only until you approve it "
+        "with review_plan."
     )
     input_model = RequestPlanInput
 
@@ -141,16 +138,16 @@ class RequestPlanTool(TeamTool[RequestPlanInput]):
 
 
 class ReviewPlanInput(Input):
-    request_id: str = Field(description="The request_id of the plan_approval_request.")
-    approve: bool = Field(description="True to approve, False to reject.")
-    feedback: str = Field("", description="What to change (needed when rejecting).")
+    request_id: str = Field(description="The plan_approval_request's request_id.")
+    approve: bool = Field(description="True approves, false rejects.")
+    feedback: str = Field("", description="What to change (required to reject).")
 
 
 class ReviewPlanTool(TeamTool[ReviewPlanInput]):
     name = "review_plan"
     description = (
-        "Approve or reject a teammate's submitted plan. Approval lets it write for its current "
-        "claim; a rejection sends your feedback back so it can revise and resubmit."
+        "Approve or reject a submitted plan: approval lets the teammate write for its current "
+        "claim; a rejection sends it your feedback to revise and resubmit."
     )
     input_model = ReviewPlanInput
 
@@ -167,16 +164,14 @@ class ReviewPlanTool(TeamTool[ReviewPlanInput]):
 
 
 class AnswerPermissionInput(Input):
-    request_id: str = Field(description="The request_id of the permission_request.")
-    allow: bool = Field(description="True to allow the call, False to deny it.")
-    reason: str = Field("", description="Why (shown to the teammate when denying).")
+    request_id: str = Field(description="The permission_request's request_id.")
+    allow: bool = Field(description="True allows the call, false denies it.")
+    reason: str = Field("", description="Why (shown to the teammate on a denial).")
 
 
 class AnswerPermissionTool(TeamTool[AnswerPermissionInput]):
     name = "answer_permission"
-    description = (
-        "Answer a teammate's permission_request: allow or deny the tool call it is waiting on."
-    )
+    description = "Allow or deny the tool call a teammate's permission_request waits on."
     input_model = AnswerPermissionInput
 
     def call(self, args: AnswerPermissionInput, ctx: ToolContext) -> ToolOutput:
@@ -201,22 +196,19 @@ class AnswerPermissionTool(TeamTool[AnswerPermissionInput]):
 
 
 class CreateTaskInput(Input):
-    subject: str = Field(
-        min_length=1, description="Short imperative title (at most 500 characters)."
-    )
+    subject: str = Field(min_length=1, description="Short imperative title (max 500 chars).")
     description: str = Field("", description="What done looks like; context the worker needs.")
     blocked_by: list[str] = Field(
         default_factory=list, description="Ids of tasks that must complete first."
     )
-    plan_required: bool = Field(False, description="Whoever claims it must get a plan approved.")
+    plan_required: bool = Field(False, description="Its claimer needs a plan approved first.")
     role: str | None = Field(None, description="Only teammates of this role may claim it.")
     verify: str | None = Field(
         None,
         min_length=1,
         description=(
-            "A shell command that must exit 0 before the task may be completed (run in its "
-            "worktree or the checkout), and again on the merge result before merge_worktree "
-            "lands it; e.g. 'pytest -q tests/test_cart.py'."
+            "Shell command that must exit 0 (in its worktree or the checkout) before it can "
+            "complete, and on the merge result before merge_worktree lands it; e.g. 'pytest -q'."
         ),
     )
 
@@ -224,8 +216,7 @@ class CreateTaskInput(Input):
 class CreateTaskTool(TeamTool[CreateTaskInput]):
     name = "create_task"
     description = (
-        "Add a task to the board. Idle teammates claim ready tasks (no unfinished dependencies) "
-        "automatically, lowest id first."
+        "Add a task; idle teammates claim ready ones (dependencies completed), lowest id first."
     )
     input_model = CreateTaskInput
 
@@ -251,10 +242,7 @@ class CreateTaskTool(TeamTool[CreateTaskInput]):
             role=args.role,
             verify=args.verify,
         )
-        text = f"Created {task.id} ({task_state(task, board.state)}): {task.subject}"
-        if task.verify is not None:
-            text += f"\nIt can be completed only once `{task.verify}` exits 0."
-        return ToolOutput(text)
+        return ToolOutput(f"Created {task.id} ({task_state(task, board.state)}).")
 
 
 class UpdateTaskInput(Input):
@@ -285,22 +273,22 @@ class UpdateTaskTool(TeamTool[UpdateTaskInput]):
         if task == before:
             return ToolOutput(f"{task.id} unchanged.")
         deps = ", ".join(task.blocked_by) or "none"
-        return ToolOutput(f"Updated {task.id}: {task.subject} (blocked by: {deps}).")
+        return ToolOutput(f"Updated {task.id} (blocked by: {deps}).")
 
 
 # --- cron ----------------------------------------------------------------------------------------
 
 
 class ScheduleCronInput(Input):
-    cron: str = Field(description="Five-field cron expression: minute hour day month weekday.")
+    cron: str = Field(description="Five fields: minute hour day month weekday.")
     prompt: str = Field(min_length=1, description="What you are told when it fires.")
-    recurring: bool = Field(True, description="False: fire once at the next slot.")
-    tz: str | None = Field(None, description="IANA time zone (default: the machine's local).")
+    recurring: bool = Field(True, description="False: fire once, at the next slot.")
+    tz: str | None = Field(None, description="IANA time zone (default: local).")
 
 
 class ScheduleCronTool(TeamTool[ScheduleCronInput]):
     name = "schedule_cron"
-    description = "Schedule a prompt to wake you on a cron schedule (cron_fired message)."
+    description = "Wake you with a prompt (a cron_fired message) on a cron schedule."
     input_model = ScheduleCronInput
 
     def call(self, args: ScheduleCronInput, ctx: ToolContext) -> ToolOutput:
@@ -359,20 +347,19 @@ class CancelCronTool(TeamTool[CancelCronInput]):
 
 class WorkflowInput(Input):
     name: str | None = Field(
-        None, description="The workflow to run (`.team/workflows/<name>.py` or a packaged one)."
+        None, description="Workflow to run: `.team/workflows/<name>.py` or a packaged one."
     )
-    args: Any = Field(None, description="The workflow's args (any JSON value).")
+    args: Any = Field(None, description="Its args (any JSON value).")
     resume_from_run_id: str | None = Field(
-        None, description="Resume this run instead: recorded steps are not done again."
+        None, description="Resume this run instead; recorded steps are not redone."
     )
 
 
 class WorkflowTool(TeamTool[WorkflowInput]):
     name = "workflow"
     description = (
-        "Run a saved workflow (a script whose steps become tasks your teammates work) and wait "
-        "for its JSON result; or resume a run that did not finish. You never send code: name "
-        "a workflow of the project (`teamctl workflow list` shows them)."
+        "Run a saved workflow of the project (its steps become tasks for teammates) and wait "
+        "for its JSON result, or resume an unfinished run."
     )
     input_model = WorkflowInput
 

@@ -32,26 +32,25 @@ class CreateWorktreeInput(Frozen):
     name: str = Field(
         min_length=1,
         max_length=64,
-        description="Worktree name: letters, digits, '.', '_', '-'; it becomes branch wt/<name>.",
+        description="Letters, digits, '.', '_', '-'; the branch is wt/<name>.",
     )
-    task_id: str = Field(description="A pending, unclaimed task (task_<n>) to bind it to.")
+    task_id: str = Field(description="A pending, unclaimed task to bind it to.")
     base: str | None = Field(
-        None, description="Branch, tag or commit to start from (default: the current HEAD)."
+        None, description="Branch, tag or commit to start from (default: HEAD)."
     )
 
 
 class MergeWorktreeInput(Frozen):
-    name: str = Field(min_length=1, description="The worktree whose completed task to merge.")
+    name: str = Field(min_length=1, description="The worktree to merge.")
     squash: bool = Field(False, description="One squash commit instead of a merge commit.")
 
 
 class CreateWorktreeTool(Tool[CreateWorktreeInput]):
     name: ClassVar[str] = "create_worktree"
     description: ClassVar[str] = (
-        "Create a git worktree .worktrees/<name> on a new branch wt/<name> and bind it to a "
-        "pending task. Whoever claims the task works only inside that worktree, so teammates "
-        "on different tasks never touch each other's files. Merge it back with merge_worktree "
-        "once the task is completed."
+        "Create a git worktree .worktrees/<name> on a new branch, bound to a pending task: "
+        "whoever claims the task works only there, apart from other teammates' files. Merge it "
+        "with merge_worktree once the task is completed."
     )
     input_model: ClassVar[type[BaseModel]] = CreateWorktreeInput
 
@@ -73,11 +72,10 @@ class CreateWorktreeTool(Tool[CreateWorktreeInput]):
 class MergeWorktreeTool(Tool[MergeWorktreeInput]):
     name: ClassVar[str] = "merge_worktree"
     description: ClassVar[str] = (
-        "Merge the branch of a worktree whose task is completed into the main checkout's "
-        "branch (fast-forward when possible, else a merge commit; squash=true for one commit). "
-        "On a conflict nothing is changed and the conflicting files are listed: create a "
-        "follow-up task to resolve them. A task with a verify command is merged only if the "
-        "command passes on the merge result (its output is shown otherwise)."
+        "Merge a worktree's branch, once its task is completed, into the main checkout's branch "
+        "(fast-forward when possible). A conflict changes nothing and lists the files: create "
+        "a follow-up task to resolve them. A task's verify command must pass on the merge result "
+        "(its output is shown otherwise)."
     )
     input_model: ClassVar[type[BaseModel]] = MergeWorktreeInput
 

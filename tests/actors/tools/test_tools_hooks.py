@@ -41,7 +41,7 @@ def test_task_created_hook_refuses_before_journaling(tmp_path: Path) -> None:
             "task refused by a TaskCreated hook: subjects starting with bad are not allowed"
         )
         assert team.events("task.created") == []
-        assert lead.ok("create_task", subject="good idea") == "Created task_1 (ready): good idea"
+        assert lead.ok("create_task", subject="good idea") == "Created task_1 (ready)."
         first, second = read_payloads(team.root, "created.jsonl")
         assert first["hook_event_name"] == "TaskCreated" and first["agent_name"] == "lead"
         assert first["task_subject"] == "bad idea" and first["task_description"] == "x"

@@ -20,6 +20,8 @@ from actors.tools.toolsets import (
     lead_tools,
     teammate_tools,
 )
+from actors.tools.worktree import worktree_tools
+from actors.worktrees.messages import Created, MergeResult
 from mailboxes.events import Event
 from mailboxes.messages import Envelope, parse_envelope
 from tests.actors.runtime.runtime_support import stop_actors, team_repo
@@ -54,19 +56,42 @@ def test_factories_give_each_role_its_tools_with_valid_schemas(team: RealTeam) -
         assert len(spec.description) > 20
 
 
+class _NoWorktrees:
+    """Worktree ops for building the worktree tools' specs only."""
+
+    def create(self, name: str, task_id: str, base: str | None = None) -> Created:
+        raise AssertionError("not called")
+
+    def merge(self, name: str, *, squash: bool = False) -> MergeResult:
+        raise AssertionError("not called")
+
+
+def test_the_lead_only_tool_specs_stay_small(team: RealTeam) -> None:
+    """The lead's own tools go with every lead request and a solo agent never sends them: their
+    specs as sent (name, description, schema; compact JSON) stay within a byte budget, and the
+    answers to the lead's commonest calls do not echo what the call said."""
+    tools = [*lead_tools(team, hooks=NO_HOOKS), *worktree_tools(_NoWorktrees())]
+    own = [t.spec() for t in tools if t.name not in TEAMMATE_TOOL_NAMES]
+    sizes = {s.name: len(json.dumps(s.model_dump(), separators=(",", ":"))) for s in own}
+    assert len(sizes) == 14 and sum(sizes.values()) <= 7_500, sizes
+    lead = Driver(tools, "lead", team.root)
+    assert lead.ok("spawn_teammate", name="w1", prompt="Take tasks.") == "Spawned teammate w1."
+    assert lead.ok("create_task", subject="Write notes/one.txt") == "Created task_1 (ready)."
+
+
 def test_create_update_list_and_get_tasks(team: RealTeam, lead: Driver) -> None:
     assert lead.ok("list_tasks") == "No open tasks."
     assert lead.ok("create_task", subject="design", description="write it down") == (
-        "Created task_1 (ready): design"
+        "Created task_1 (ready)."
     )
     text = lead.ok("create_task", subject="build", blocked_by=["task_1"], role="coder")
-    assert text == "Created task_2 (blocked): build"
+    assert text == "Created task_2 (blocked)."
     rows = json.loads(lead.ok("list_tasks"))
     assert [(r["id"], r["status"]) for r in rows] == [("task_1", "ready"), ("task_2", "blocked")]
     assert rows[1]["blocked_by"] == ["task_1"] and rows[1]["role"] == "coder"
     assert [r["id"] for r in json.loads(lead.ok("list_tasks", status="ready"))] == ["task_1"]
     assert lead.ok("update_task", task_id="task_2", description="compile") == (
-        "Updated task_2: build (blocked by: task_1)."
+        "Updated task_2 (blocked by: task_1)."
     )
     assert lead.ok("update_task", task_id="task_2", description="compile") == "task_2 unchanged."
     detail = json.loads(lead.ok("get_task", task_id="task_2"))
@@ -126,7 +151,7 @@ def test_spawn_and_list_teammates(real: Real) -> None:
     text = lead.ok(
         "spawn_teammate", name="ann", role="coder", prompt="do a", task_id="task_1", tools=["bash"]
     )
-    assert text.startswith("Spawned teammate ann (role coder") and "working on task_1" in text
+    assert text == "Spawned teammate ann, working on task_1."
     [spawned] = real.events("member.spawned")[1:]  # after the lead's own
     assert (spawned.data["name"], spawned.data["tools"]) == ("ann", ["bash"])
     assert rt.board.refresh().task("task_1").owner == "ann"

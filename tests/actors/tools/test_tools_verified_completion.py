@@ -25,8 +25,10 @@ def team(tmp_path: Path) -> Iterator[RealTeam]:
 def _claimed(team: RealTeam, verify: str) -> tuple[Driver, Driver]:
     lead = Driver(lead_tools(team, hooks=NO_HOOKS), "lead", team.root)
     lead.ok("spawn_teammate", name="ann", prompt="work")  # first: it would claim a ready task
-    text = lead.ok("create_task", subject="make done.txt", verify=verify)
-    assert f"only once `{verify}` exits 0" in text
+    assert (
+        lead.ok("create_task", subject="make done.txt", verify=verify) == "Created task_1 (ready)."
+    )
+    assert team.board.refresh().task("task_1").verify == verify
     ann = Driver(teammate_tools(team, "ann", hooks=NO_HOOKS), "ann", team.root)
     ann.ok("claim_task", task_id="task_1")
     return lead, ann
