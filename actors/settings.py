@@ -47,9 +47,7 @@ MODEL_ENV = "TEAMCTL_MODEL"
 
 
 class _Strict(Frozen):
-    model_config = ConfigDict(
-        **Frozen.model_config, populate_by_name=True, use_attribute_docstrings=True
-    )
+    model_config = ConfigDict(**Frozen.model_config, populate_by_name=True)
 
 
 class ModelSettings(_Strict):

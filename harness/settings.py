@@ -140,9 +140,7 @@ Scope = Literal["user", "project", "local", "team", "env"]
 
 
 class _Strict(Frozen):
-    model_config = ConfigDict(
-        **Frozen.model_config, populate_by_name=True, use_attribute_docstrings=True
-    )
+    model_config = ConfigDict(**Frozen.model_config, populate_by_name=True)
 
 
 class PermissionSettings(_Strict):

@@ -84,9 +84,7 @@ class ScenarioError(TeamError):
 
 
 class _Strict(Frozen):
-    model_config = ConfigDict(
-        **Frozen.model_config, populate_by_name=True, use_attribute_docstrings=True
-    )
+    model_config = ConfigDict(**Frozen.model_config, populate_by_name=True)
 
 
 def _check_regex(value: str | None) -> str | None:

@@ -55,7 +55,7 @@ class McpConfigError(McpError, ValueError):
 class McpServerConfig(Frozen):
     """One MCP server, in the shape of ``.mcp.json`` entries (``extra="forbid"``)."""
 
-    model_config = ConfigDict(**Frozen.model_config, use_attribute_docstrings=True)
+    model_config = ConfigDict(**Frozen.model_config)
 
     type: Literal["stdio", "http", "sse"] = "stdio"
     """Transport: ``stdio`` (a child process), ``http`` (streamable HTTP) or ``sse`` (legacy)."""
@@ -117,7 +117,7 @@ class McpServerConfig(Frozen):
 class McpOptions(Frozen):
     """How the harness runs MCP servers (timeouts, restarts, the deferred-loading budget)."""
 
-    model_config = ConfigDict(**Frozen.model_config, use_attribute_docstrings=True)
+    model_config = ConfigDict(**Frozen.model_config)
 
     init_timeout_s: float = Field(default=30.0, gt=0)
     """Seconds to start a server and finish the MCP handshake (and first tool listing)."""

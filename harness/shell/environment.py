@@ -66,9 +66,7 @@ class CommandEnvSettings(Frozen):
     """The ``command_env`` settings section: which variables commands, jobs, hooks and MCP
     servers do not get (``secret``) and which credentials they do get after all (``pass``)."""
 
-    model_config = ConfigDict(
-        **Frozen.model_config, populate_by_name=True, use_attribute_docstrings=True
-    )
+    model_config = ConfigDict(**Frozen.model_config, populate_by_name=True)
 
     secret: tuple[str, ...] = ()
     """Variables (names or ``fnmatch`` patterns) removed from the environment of commands,
