@@ -3,7 +3,8 @@
 Every process opens its own ``FileJournal`` and ``Board`` (with projections, as the runtime
 does), waits on a barrier, then loops claim_next → complete until nothing is ready. Figures:
 claims per second (all claims / wall time from the barrier to the last completion), double claims
-found by re-checking the journal, and how fast the resulting journal folds into team state.
+found by re-checking the journal, how fast the resulting journal folds into team state, and the
+workers' CPU time per claim + complete (for scale: it sets the rate on a busy machine).
 Medians over ``--repeat`` runs. Prints one JSON object; exits 1 when a figure misses its target.
 
     python -m benchmarks.bench_claims [--processes 16] [--tasks 1000] [--repeat 3] [--quick]
@@ -23,7 +24,7 @@ from actors.board.board import Board
 from actors.board.fold import fold_all
 from actors.board.projections import Projections
 from actors.board.state import EMPTY
-from benchmarks.common import at_least, at_most, finish, parser, scratch
+from benchmarks.common import at_least, at_most, finish, parser, scratch, shown
 from mailboxes.events import Event
 from mailboxes.journal.store import FileJournal
 
@@ -35,11 +36,12 @@ def worker(root: str, name: str, project: bool, barrier: Barrier, results: Any) 
     projections = Projections(Path(root)) if project else None
     board = Board(FileJournal(Path(root) / ".team"), projections=projections, actor=name)
     barrier.wait(timeout=120)
+    cpu = time.process_time()
     claims = 0
     while (got := board.claim_next(name)).ok:
         board.complete(got.unwrap().id, name, got.epoch, "ok")
         claims += 1
-    results.put((name, claims, time.time()))
+    results.put((name, claims, time.time(), time.process_time() - cpu))
 
 
 def double_claims(events: Iterable[Event]) -> int:
@@ -62,8 +64,10 @@ def double_claims(events: Iterable[Event]) -> int:
     return bad
 
 
-def run_once(processes: int, tasks: int, project: bool) -> tuple[float, int, float]:
-    """(claims/s, double claims, fold events/s) for one race in a fresh folder."""
+def run_once(processes: int, tasks: int, project: bool) -> tuple[float, int, float, float]:
+    """(claims/s, double claims, fold events/s, CPU ms per claim) for one race in a fresh
+    folder. The CPU is the workers' own (user + system, from the barrier to their last
+    completion), summed: what one claim + complete costs the machine, contention included."""
     with scratch("claims") as root:
         (root / ".team").mkdir()
         lead = Board(FileJournal(root / ".team"), projections=Projections(root), actor="lead")
@@ -93,7 +97,8 @@ def run_once(processes: int, tasks: int, project: bool) -> tuple[float, int, flo
         fold_rate = len(events) / (time.perf_counter() - fold_start)
         if any(t.status != "completed" for t in state.tasks.values()):
             raise SystemExit("a task was left unfinished")
-        return claimed / (finished - started), double_claims(events), fold_rate
+        cpu_ms = sum(r[3] for r in reports) * 1000 / claimed
+        return claimed / (finished - started), double_claims(events), fold_rate, cpu_ms
 
 
 def main() -> None:
@@ -104,10 +109,12 @@ def main() -> None:
     rate = statistics.median(r[0] for r in runs)
     doubles = max(r[1] for r in runs)
     fold_rate = statistics.median(r[2] for r in runs)
+    cpu_ms = statistics.median(r[3] for r in runs)
     figures = [
         at_least(f"claims_per_s_{args.processes}_processes", rate, "claims/s", CLAIMS_TARGET),
         at_most("double_claims", doubles, "claims", 0),
         at_least("state_fold", fold_rate, "events/s", FOLD_TARGET),
+        shown("cpu_per_claim", cpu_ms, "ms"),
     ]
     finish(
         "claims",

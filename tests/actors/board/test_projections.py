@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
+import sys
+import threading
 from pathlib import Path
 
 import pytest
 
+from actors.board import projections
 from actors.board.board import Board
 from actors.board.fold import fold_all
 from actors.board.projections import Projections, verify
@@ -192,3 +196,123 @@ def test_syncing_an_older_state_never_regresses_files(tmp_path: Path) -> None:
     Projections(tmp_path).sync(lambda: old)
     assert Projections(tmp_path).read_task("task_1")["subject"] == "A"  # type: ignore[index]
     assert replayed(tmp_path) == []
+
+
+def reference_encoding(obj: dict[str, object]) -> bytes:
+    """The documented file format: one key per line, each value as ``json.dumps`` writes it
+    (UTF-8 kept), a list of objects one object per line."""
+    lines = []
+    for key, value in obj.items():
+        head = f"  {json.dumps(key, ensure_ascii=False)}: "
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            rows = ",\n".join("    " + json.dumps(v, ensure_ascii=False) for v in value)
+            lines.append(f"{head}[\n{rows}\n  ]")
+        else:
+            lines.append(head + json.dumps(value, ensure_ascii=False))
+    return ("{\n" + ",\n".join(lines) + "\n}\n").encode()
+
+
+def test_files_are_byte_for_byte_the_documented_format(tmp_path: Path) -> None:
+    # Files written by earlier versions must verify as current: the bytes may not move.
+    board = open_board(tmp_path)
+    board.create(
+        'ünïcode "quoted" \\ line\nbreak \u2028',
+        "tab\there",
+        metadata={"n": 3, "f": 1.5, "ok": True, "none": None, "nested": {"l": [1, "é"]}},
+        verify="true",
+    )
+    board.create("b", blocked_by=["task_1"], role="x")
+    board.claim("task_1", "w1")
+    proj = Projections(tmp_path)
+    for tid in ("task_1", "task_2"):
+        path = proj.task_file(tid)
+        assert path.read_bytes() == reference_encoding(json.loads(path.read_bytes()))
+    team = proj.team_file.read_bytes()
+    assert team == reference_encoding(json.loads(team))
+    assert b'"members": [\n    {' in team
+
+
+def test_a_rewrite_does_not_rename_over_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A rename over an existing file makes ext4 write the new data out at once (auto_da_alloc):
+    # a disk write per projection per command. On Linux the files are exchanged instead.
+    if sys.platform != "linux":
+        pytest.skip("renameat2 is Linux's")
+    board = open_board(tmp_path)
+    board.create("a")
+
+    def no_rename(src: object, dst: object) -> None:
+        raise AssertionError(f"renamed {src} over {dst}")
+
+    monkeypatch.setattr(os, "replace", no_rename)
+    monkeypatch.setattr(os, "rename", no_rename)
+    board.claim("task_1", "w1")
+    board.complete("task_1", "w1", 1, "done")
+    assert Projections(tmp_path).read_task("task_1")["status"] == "completed"  # type: ignore[index]
+    assert replayed(tmp_path) == []
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_swap_in_without_the_exchange_renames(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(projections._exchange, "works", False)
+    path = tmp_path / "f.json"
+    projections.swap_in(path, b"one")  # nothing to exchange with: a plain rename
+    projections.swap_in(path, b"two")
+    assert path.read_bytes() == b"two"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.json"]
+
+
+def test_a_reader_never_sees_a_torn_or_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "task_1.json"
+    versions = [json.dumps({"n": n, "pad": "x" * (n * 37 % 3000)}).encode() for n in range(400)]
+    projections.swap_in(path, versions[0])
+    seen: list[bytes] = []
+    done = threading.Event()
+
+    def read() -> None:
+        while not done.is_set():
+            seen.append(path.read_bytes())  # FileNotFoundError would end the thread
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for data in versions[1:]:
+            projections.swap_in(path, data)
+    finally:
+        done.set()
+        reader.join(timeout=30)
+    assert seen and set(seen) <= set(versions)
+    assert path.read_bytes() == versions[-1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["task_1.json"]
+
+
+def test_an_empty_task_file_is_repaired_on_open_even_when_the_mark_is_current(
+    tmp_path: Path,
+) -> None:
+    # What a power cut can leave of a file written shortly before it (projections are not
+    # fsynced), while the mark, written later, did reach the disk.
+    board = open_board(tmp_path)
+    board.create("a")
+    board.create("b")
+    proj = Projections(tmp_path)
+    assert proj.projected_seq() == board.state.seq
+    path = proj.task_file("task_1")
+    stamp = path.stat()
+    path.write_bytes(b"")
+    os.utime(path, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))  # as old as before the mark
+    open_board(tmp_path)
+    assert proj.read_task("task_1") is not None
+    assert replayed(tmp_path) == []
+
+
+def test_a_folder_in_the_way_is_left_where_it_was(tmp_path: Path) -> None:
+    folder = tmp_path / "task_1.json"
+    folder.mkdir()
+    (folder / "mine").write_text("x")
+    with pytest.raises(IsADirectoryError):
+        projections.swap_in(folder, b"{}")
+    assert (folder / "mine").read_text() == "x"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["task_1.json"]
