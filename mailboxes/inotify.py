@@ -238,8 +238,10 @@ class InotifyTree:
                 continue  # appeared between the check and the watch: go one level deeper
             if anchor == target.parent:
                 self._pending.discard(target)
-            else:
-                self._pending.add(target)
+                # The file may have been made before its folder's watch was in place (no event
+                # then): report it if it is there now; a spurious wake-up costs only a re-read.
+                return {target} if os.path.lexists(target) else set()
+            self._pending.add(target)
             return set()
         self._pending.add(target)
         return set()

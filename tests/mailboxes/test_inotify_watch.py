@@ -257,3 +257,22 @@ def test_an_idle_watcher_never_wakes(tmp_path: Path) -> None:
     # The same measure sees a polling loop (watchfiles steps every 5 ms): it can fail.
     polling, _ = _idle_wakeups(tmp_path / "watchfiles", "watchfiles")
     assert polling > 5
+
+
+def test_a_target_file_made_before_its_new_folder_is_watched_is_reported(tmp_path: Path) -> None:
+    """The folder of a target appears and the target is written in it before the watcher has
+    put a watch on the folder (no event can come for it then): arming the folder reports it."""
+    from mailboxes.inotify import InotifyTree
+
+    journal = tmp_path / "team" / "journal.jsonl"
+    tree = InotifyTree((journal,))
+    try:
+        tree.arm()
+        journal.parent.mkdir()
+        journal.write_text("x")  # before the tree has seen the folder's creation
+        changed, overflow = tree.read()
+        assert not overflow
+        assert journal in changed
+        assert not tree.pending
+    finally:
+        tree.close()
