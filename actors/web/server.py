@@ -9,12 +9,14 @@ the open event streams and the watcher, then re-raises the signal, which the CLI
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import socket
 import sys
 import threading
 from collections.abc import Mapping
-from typing import TextIO
+from typing import Any, TextIO
 
 from actors.web.auth import Access, exposure_warning, new_token
 from actors.web.state import Dashboard
@@ -92,6 +94,27 @@ def serve(
             timeout_graceful_shutdown=GRACEFUL_S,
             server_header=False,
         )
-        _Server(config).run(sockets=[sock])
+        server = _Server(config)
+        quiet = _QuietCancel(server)
+        logger = logging.getLogger("uvicorn.error")  # configured by uvicorn.Config above
+        logger.addFilter(quiet)
+        try:
+            server.run(sockets=[sock])
+        finally:
+            logger.removeFilter(quiet)
     finally:
         sock.close()
+
+
+class _QuietCancel(logging.Filter):
+    """Drops uvicorn's "Exception in ASGI application" report of a request cancelled because
+    the server is stopping (a Ctrl-C with an event stream open, on a loaded machine): that is
+    the stop the person asked for, not an error, and it would print a traceback."""
+
+    def __init__(self, server: Any) -> None:
+        super().__init__()
+        self._server = server
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (isinstance(exc, asyncio.CancelledError) and self._server.should_exit)
