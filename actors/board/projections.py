@@ -28,21 +28,19 @@ mark) is found by ``repair_all`` on the next open.
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import json
 import logging
 import os
-import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any, Literal
 
 from actors.board.state import Task, TeamState, task_number
-from mailboxes.fsutil import BadJson, atomic_write, remove_orphan_tmp, strict_loads, write_all
+from mailboxes.fsutil import BadJson, atomic_write, remove_orphan_tmp, strict_loads, swap_in
 
 log = logging.getLogger("actors.board.projections")
 
@@ -444,84 +442,6 @@ def _check(path: Path, expected: dict[str, Any]) -> Drift | None:
         return Drift(path, "stale", f"reflects seq {seq}, the journal is at {expected['seq']}")
     fields = sorted(k for k in expected.keys() | found.keys() if found.get(k) != expected.get(k))
     return Drift(path, "differs", "fields " + ", ".join(fields) if fields else "formatting")
-
-
-def swap_in(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically, not durably: a reader sees the old bytes or the
-    new, never a torn or missing file.
-
-    A tmp file (named like ``atomic_write``'s, so ``remove_orphan_tmp`` clears one left by a
-    writer that died) is written, then exchanged with ``path`` by ``renameat2(RENAME_EXCHANGE)``
-    and the old bytes, now under the tmp name, unlinked. A plain rename over an existing file
-    makes ext4 (``auto_da_alloc``) start writing the new file's data at once, which costs the
-    writer ~0.1 ms of CPU and a disk write per projection on every command; the exchange does
-    not, so a file rewritten within seconds (``team.json``, a task being worked on) mostly never
-    reaches the disk at all. The price: after a power cut a recent projection may come back
-    empty, which ``repair_all`` looks for (docs/RELIABILITY.md). Where the exchange is missing
-    (not Linux, an old kernel, a file system without it) or ``path`` does not exist yet, a plain
-    rename does the same job.
-    """
-    target = os.fspath(path)
-    folder, _, name = target.rpartition("/")
-    tmp = f"{folder}/.{name}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-    try:
-        try:
-            write_all(fd, data)
-        finally:
-            os.close(fd)
-        if _exchange(tmp, target):
-            try:
-                os.unlink(tmp)
-            except IsADirectoryError:
-                # A folder was in the way (a rename over it fails): put it back and fail alike.
-                _exchange(tmp, target)
-                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), target) from None
-        else:
-            os.replace(tmp, target)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(tmp)  # a failed write (disk full) leaves no tmp file
-        raise
-
-
-class _Exchange:
-    """``renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE)`` from the C library, looked up at
-    the first call (``ctypes`` is imported only then: start-up stays lean)."""
-
-    def __init__(self) -> None:
-        self.works = sys.platform == "linux"
-        self._call: Callable[[int, bytes, int, bytes, int], int] | None = None
-        self._errno: Callable[[], int] = lambda: 0
-
-    def __call__(self, a: str, b: str) -> bool:
-        """Swap the names ``a`` and ``b`` in one step; False (nothing changed) if that cannot
-        be done here or ``b`` does not exist."""
-        if not self.works:
-            return False
-        if self._call is None:
-            import ctypes
-
-            found = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
-            if found is None:  # a C library without it
-                self.works = False
-                return False
-            int_, path = ctypes.c_int, ctypes.c_char_p
-            found.argtypes = (int_, path, int_, path, ctypes.c_uint)
-            found.restype = ctypes.c_int
-            self._call, self._errno = found, ctypes.get_errno
-        if self._call(-100, a.encode(), -100, b.encode(), 2) == 0:  # AT_FDCWD, RENAME_EXCHANGE
-            return True
-        err = self._errno()
-        if err == errno.ENOENT:  # no file to exchange with yet
-            return False
-        if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EPERM):
-            self.works = False  # the kernel or the file system cannot: rename from now on
-            return False
-        raise OSError(err, os.strerror(err), b)
-
-
-_exchange = _Exchange()
 
 
 def _read_mark(fd: int) -> int:

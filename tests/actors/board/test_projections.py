@@ -19,6 +19,7 @@ from actors.board.projections import Projections, verify
 from actors.board.state import EMPTY
 from actors.errors import TeamError
 from mailboxes import events as ev
+from mailboxes import fsutil
 from mailboxes.journal.store import FileJournal
 
 
@@ -257,7 +258,7 @@ def test_a_rewrite_does_not_rename_over_the_file(
 def test_swap_in_without_the_exchange_renames(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(projections._exchange, "works", False)
+    monkeypatch.setattr(fsutil._exchange, "works", False)
     path = tmp_path / "f.json"
     projections.swap_in(path, b"one")  # nothing to exchange with: a plain rename
     projections.swap_in(path, b"two")
