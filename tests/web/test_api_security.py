@@ -33,7 +33,9 @@ def _lead_inbox(server: WebServer) -> list[object]:
 
 def test_every_route_answers_401_with_nothing_in_it_without_the_token(web: WebServer) -> None:
     teamctl(web.repo, "task", "add", "secret plan")
-    wrong = "x" + web.token[1:]
+    # one character changed; "x" + token[1:] equalled the token whenever it began with "x"
+    wrong = ("y" if web.token[0] == "x" else "x") + web.token[1:]
+    assert wrong != web.token
     attempts = [
         {},
         {"headers": {"Authorization": f"Bearer {wrong}"}},
