@@ -14,6 +14,15 @@ both as real subprocesses using the real ``anthropic`` SDK against the local fak
 - ``prefix_kept_share``: the same longest common prefix over the bytes of the *previous*
   request: 1.0 when every request only appends (its growth, e.g. a file just read, does not
   count against it). Workloads whose requests grow by whole files gate on this one.
+- ``prefix_kept_min``: the lowest of those: one request that rewrote what it had sent before
+  shows here even when the mean hides it.
+- ``share_lost_to_churn``, ``share_lost_to_model_output``, ``share_lost_to_runtime_text``,
+  ``share_lost_to_framing``: what ``1 - prefix_stable_share`` is made of (``RequestShare``):
+  bytes re-sent but not in the common prefix, and what the request appended — the model's own
+  output sent back, text the runtime wrote, the API's JSON around them. With no churn the
+  prefix-stable share is 1 minus the appended bytes' share: a property of the workload's turn
+  sizes (one turn of many tool calls costs more of it than the same calls made one per request,
+  which cost more tokens), so a workload whose turns are large gates on the kept shares.
 - ``cache_read_share``: cache-read tokens over all input tokens (read + written + uncached), as
   the fake API reported them.
 - ``lead_calls`` (and per task).
@@ -29,9 +38,12 @@ both as real subprocesses using the real ``anthropic`` SDK against the local fak
 ``--runs N`` repeats each run and reports medians. ``--runtime DIR`` runs ``teamctl`` from the
 source tree ``DIR`` (e.g. an exported older commit) while the fake API stays this one. Prints one
 JSON object (every goal also as a figure in ``figures``); exits 1 when a figure misses its goal
-(listed in ``misses``). ``--quick`` runs the first workload only.
+(listed in ``misses``). ``--quick`` runs the first workload only. ``--explain`` prints each team
+request after its agent's first to stderr: its share, kept share and losses, and where its first
+byte differing from the agent's previous request lies (a JSON path such as
+``messages[3].content[1].text``, and both requests' bytes there when it churned).
 
-    python -m benchmarks.bench_tokens [WORKLOAD ...] [--runs N] [--quick]
+    python -m benchmarks.bench_tokens [WORKLOAD ...] [--runs N] [--quick] [--explain]
 """
 
 from __future__ import annotations
@@ -59,6 +71,7 @@ from benchmarks import common  # noqa: E402
 from harness.model.fakeapi import (  # noqa: E402
     FakeMessagesServer,
     ServedCall,
+    canonical_bytes,
     common_prefix_len,
     request_bytes,
     wire_bytes,
@@ -106,6 +119,195 @@ def prefix_stable_shares(calls: list[ServedCall], *, of_previous: bool = False) 
                 shares.append(common_prefix_len(previous, data) / whole)
             previous = data
     return shares
+
+
+CLOSERS = frozenset(b"]}")
+"""Bytes that close the JSON of a request: all a request that only appends drops of the last."""
+SECTIONS = ("tools", "system", "messages")
+"""The parts of ``wire_bytes``, in API order."""
+
+
+@dataclass(frozen=True)
+class RequestShare:
+    """One request after its agent's first, as ``--explain`` shows it (see ``explain``).
+
+    ``1 - share`` splits exactly into ``churn`` (bytes of the previous request re-sent but not
+    in the common prefix: volatile text, reordering, rewritten history) and growth: what the
+    request appends, itself split into the model's own output sent back (``model_output``:
+    the new assistant messages), text the runtime wrote (``runtime_text``: tool results, briefs,
+    mail, reminders in the new user blocks) and the API's JSON around both (``framing``: keys,
+    tool-use ids, brackets). Each is counted in bytes of this request."""
+
+    agent: str
+    index: int
+    size: int
+    common: int
+    previous: int
+    churn: int
+    model_output: int
+    runtime_text: int
+    framing: int
+    where: str
+    before: str
+    after: str
+
+    @property
+    def share(self) -> float:
+        return self.common / self.size
+
+    @property
+    def kept(self) -> float:
+        return self.common / self.previous
+
+
+def json_path_at(value: Any, offset: int, path: str = "") -> str:
+    """Where byte ``offset`` of ``canonical_bytes(value)`` lies, as a path such as
+    ``messages[3].content[1].text`` (``value`` without ``cache_control`` markers)."""
+    if isinstance(value, list):
+        pos = 1  # "["
+        for i, item in enumerate(value):
+            size = len(canonical_bytes(item))
+            if pos <= offset < pos + size:
+                return json_path_at(item, offset - pos, f"{path}[{i}]")
+            pos += size + 1  # ","
+    elif isinstance(value, dict):
+        pos = 1  # "{"
+        for key in sorted(value):
+            head = len(canonical_bytes(key)) + 1  # '"key":'
+            size = len(canonical_bytes(value[key]))
+            if pos + head <= offset < pos + head + size:
+                return json_path_at(value[key], offset - pos - head, f"{path}.{key}")
+            pos += head + size + 1
+    return path
+
+
+def _where(body: dict[str, Any], offset: int) -> str:
+    wire = json.loads(wire_bytes(body))
+    path = json_path_at(wire, offset)
+    for i, name in enumerate(SECTIONS):  # "[2][3].content" -> "messages[3].content"
+        if path.startswith(f"[{i}]"):
+            rest = path[len(f"[{i}]") :]
+            found = re.match(r"\[(\d+)\]", rest)
+            if name == "tools" and found:  # name the tool
+                rest += f" ({wire[0][int(found.group(1))].get('name')})"
+            return name + rest
+    return path or "(the request)"
+
+
+def _blocks(message: dict[str, Any]) -> list[Any]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return list(content or [])
+
+
+def _text_bytes(block: Any) -> int:
+    """Bytes of the text a user block carries (as escaped in the canonical JSON)."""
+    if not isinstance(block, dict):
+        return len(canonical_bytes(block))
+    if block.get("type") == "text":
+        return len(canonical_bytes(str(block.get("text", "")))) - 2
+    if block.get("type") == "tool_result":
+        content = block.get("content")
+        parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        return sum(_text_bytes(part) for part in parts or [])
+    return len(canonical_bytes(block))  # an image, a document: content the runtime sent
+
+
+def _growth_split(previous: dict[str, Any], body: dict[str, Any]) -> tuple[int, int]:
+    """Bytes of the model's output sent back and of runtime text in the blocks ``body`` has
+    beyond ``previous``'s messages (blocks added to its last message count too)."""
+    old = previous.get("messages") or []
+    new = body.get("messages") or []
+    model = text = 0
+    for i in range(max(len(old) - 1, 0), len(new)):
+        blocks = _blocks(new[i])
+        if i < len(old):
+            blocks = blocks[len(_blocks(old[i])) :]
+        for block in blocks:
+            if new[i].get("role") == "assistant":
+                model += len(canonical_bytes(block))
+            else:
+                text += _text_bytes(block)
+    return model, text
+
+
+def _excerpt(data: bytes, at: int) -> str:
+    return data[max(0, at - 40) : at + 80].decode("utf-8", errors="replace")
+
+
+def explain(calls: list[ServedCall]) -> list[RequestShare]:
+    """Per request after each agent's first (the requests ``prefix_stable_shares`` counts, in
+    the same order): its share, where its first byte differing from the agent's previous request
+    lies and what differs there, and what the share lost to (see ``RequestShare``)."""
+    rows: list[RequestShare] = []
+    for agent, agent_calls in by_agent(calls).items():
+        for index in range(1, len(agent_calls)):
+            before, call = agent_calls[index - 1].body, agent_calls[index].body
+            old, new = wire_bytes(before), wire_bytes(call)
+            if not old or not new:
+                continue
+            common = common_prefix_len(old, new)
+            appended = set(old[common:]) <= CLOSERS
+            churn = 0 if appended else len(old) - common
+            growth = max(len(new) - common - churn, 0)
+            churn = len(new) - common - growth
+            model, text = _growth_split(before, call)
+            model, text = min(model, growth), min(text, growth - min(model, growth))
+            where = (
+                "after the previous request's end: only appended"
+                if appended
+                else _where(call, common)
+            )
+            rows.append(
+                RequestShare(
+                    agent=agent,
+                    index=index,
+                    size=len(new),
+                    common=common,
+                    previous=len(old),
+                    churn=churn,
+                    model_output=model,
+                    runtime_text=text,
+                    framing=growth - model - text,
+                    where=where,
+                    before=_excerpt(old, common),
+                    after=_excerpt(new, common),
+                )
+            )
+    return rows
+
+
+LOSSES = ("churn", "model_output", "runtime_text", "framing")
+"""What a request's share lost to (``RequestShare``), in the order reported."""
+
+
+def share_losses(rows: list[RequestShare]) -> dict[str, float]:
+    """Each loss averaged over the requests as a share of the request: they add up to
+    ``1 - prefix_stable_share``."""
+    if not rows:
+        return dict.fromkeys(LOSSES, 0.0)
+    return {k: statistics.fmean(getattr(r, k) / r.size for r in rows) for k in LOSSES}
+
+
+def format_explain(rows: list[RequestShare]) -> str:
+    """``explain`` as text: one line per request, plus what differs where it churned."""
+    lines = []
+    for r in rows:
+        lines.append(
+            f"{r.agent} #{r.index}: {r.size} B, common prefix {r.common} B, share {r.share:.4f},"
+            f" kept {r.kept:.4f}; lost: churn {r.churn}, model output {r.model_output},"
+            f" runtime text {r.runtime_text}, framing {r.framing} B; first difference at byte"
+            f" {r.common}: {r.where}"
+        )
+        if r.churn:
+            lines.append(f"    previous: {r.before!r}")
+            lines.append(f"    this:     {r.after!r}")
+    losses = share_losses(rows)
+    mean = statistics.fmean(r.share for r in rows) if rows else 0.0
+    parts = ", ".join(f"{k.replace('_', ' ')} {v:.4f}" for k, v in losses.items())
+    lines.append(f"mean share {mean:.4f}; lost {1 - mean:.4f} = {parts}")
+    return "\n".join(lines)
 
 
 def total_usage(calls: list[ServedCall]) -> Usage:
@@ -299,9 +501,12 @@ def figures_of(workload: dict[str, Any], team: RunResult, solo: RunResult) -> di
     done = team.completed_tasks
     team_per_task = weighted_input(usage) / done if done else float("inf")
     solo_per_task = weighted_input(solo_usage) / tasks
+    losses = share_losses(explain(team.calls))
     return {
         "prefix_stable_share": statistics.fmean(shares) if shares else 0.0,
         "prefix_kept_share": statistics.fmean(kept) if kept else 0.0,
+        "prefix_kept_min": min(kept) if kept else 0.0,
+        **{f"share_lost_to_{k}": v for k, v in losses.items()},
         "cache_read_share": usage.cache_read_input_tokens / all_input(usage)
         if all_input(usage)
         else 0.0,
@@ -329,6 +534,7 @@ def figures_of(workload: dict[str, Any], team: RunResult, solo: RunResult) -> di
 GOALS = {  # figure -> (direction, goals key)
     "prefix_stable_share": (">=", "prefix_stable_share"),
     "prefix_kept_share": (">=", "prefix_kept_share"),
+    "prefix_kept_min": (">=", "prefix_kept_min"),
     "lead_calls": ("<=", "lead_calls"),
     "notification_share": ("<=", "notification_share"),
     "team_vs_solo": ("<=", "team_vs_solo"),
@@ -346,7 +552,9 @@ def median_figures(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def bench(name: str, runs: int, runtime: Path | None, timeout: float) -> dict[str, Any]:
+def bench(
+    name: str, runs: int, runtime: Path | None, timeout: float, *, show: bool = False
+) -> dict[str, Any]:
     workload = load(name)
     results: list[dict[str, Any]] = []
     problems: list[str] = []
@@ -362,6 +570,11 @@ def bench(name: str, runs: int, runtime: Path | None, timeout: float) -> dict[st
                         f"script errors {result.script_errors[:2]}, stderr {result.stderr[-400:]!r}"
                     )
             results.append(figures_of(workload, team, solo))
+            if show:
+                head = (
+                    f"== {workload['name']}, team run {run + 1}: requests after each agent's first"
+                )
+                print(f"{head}\n{format_explain(explain(team.calls))}", file=sys.stderr)
     figures = median_figures(results)
     goals = workload.get("goals") or {}
     misses = [] if figures["completed"] else [f"{workload['name']}.completed"]
@@ -405,10 +618,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runtime", type=Path, default=None, help="source tree running teamctl")
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--quick", action="store_true", help="the first workload, once")
+    parser.add_argument(
+        "--explain",
+        action="store_true",
+        help="print each team request's share, first differing byte and losses to stderr",
+    )
     args = parser.parse_args(argv)
     names = args.workloads[:1] if args.quick else args.workloads
     runs = 1 if args.quick else args.runs
-    reports = [bench(name, runs, args.runtime, args.timeout) for name in names]
+    reports = [bench(name, runs, args.runtime, args.timeout, show=args.explain) for name in names]
     misses = [m for r in reports for m in r["misses"]]
     figures = [f for r in reports for f in goal_figures(r)]
     code = common.report(

@@ -6,23 +6,39 @@ lead calls, and ``teamctl cost --json`` adding up to the usage the server report
 
 from __future__ import annotations
 
+import copy
+import itertools
 import json
 import statistics
 import subprocess
+from typing import Any
 
 import pytest
 
 from benchmarks.bench_tokens import (
+    GOALS,
     LEAD,
+    WORKLOADS,
     RunResult,
+    explain,
+    format_explain,
+    goal_figures,
+    json_path_at,
     load,
     notification_bytes,
     prefix_stable_shares,
     run_one,
+    share_losses,
     teamctl_command,
     total_usage,
 )
-from harness.model.fakeapi import ServedCall, api_blocks, count_tokens, wire_bytes
+from harness.model.fakeapi import (
+    ServedCall,
+    api_blocks,
+    canonical_bytes,
+    count_tokens,
+    wire_bytes,
+)
 from harness.ports import Usage
 
 WORKLOAD = load("independent4")
@@ -129,3 +145,112 @@ def test_the_second_teammate_reads_the_tools_and_the_shared_system_block(
     prefix = len(two.body["tools"]) + 1
     shared = count_tokens(sum(len(data) for data, _ in api_blocks(two.body)[:prefix]))
     assert two.usage.cache_read_input_tokens >= shared, figures(team_run)
+
+
+# -- explaining the share (``bench_tokens --explain``) --------------------------------------------
+
+
+def served(agent: str, body: dict[str, Any]) -> ServedCall:
+    return ServedCall(agent, body, Usage())
+
+
+def stamped(body: dict[str, Any], stamp: str) -> dict[str, Any]:
+    """``body`` with a volatile value at the start of its system prompt."""
+    out = copy.deepcopy(body)
+    out["system"][0]["text"] = f"Now: {stamp}\n" + out["system"][0]["text"]
+    return out
+
+
+SYSTEM = [{"type": "text", "text": "You are a teammate.", "cache_control": {"type": "ephemeral"}}]
+TOOLS = [{"name": "read_file", "input_schema": {}}, {"name": "write_file", "input_schema": {}}]
+OPENING = {"role": "user", "content": [{"type": "text", "text": "Write a.txt"}]}
+TOOL_USE = {"type": "tool_use", "id": "toolu_1", "name": "write_file", "input": {"path": "a.txt"}}
+RESULT = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "Created a.txt (3 bytes)"}
+BRIEF = {"type": "text", "text": "You now hold task task_2 (claim 1): Write b.txt"}
+
+
+def test_explain_splits_an_appending_request_into_model_output_runtime_text_and_framing() -> None:
+    first = {"tools": TOOLS, "system": SYSTEM, "messages": [OPENING]}
+    second = {
+        "tools": TOOLS,
+        "system": SYSTEM,
+        "messages": [
+            OPENING,
+            {"role": "assistant", "content": [TOOL_USE]},
+            {"role": "user", "content": [RESULT, BRIEF]},
+        ],
+    }
+    calls = [served("w1", first), served("w2", first), served("w1", second)]
+    (row,) = [r for r in explain(calls) if r.agent == "w1"]
+    assert row.index == 1
+    assert row.share == prefix_stable_shares(calls)[0]
+    assert row.kept == prefix_stable_shares(calls, of_previous=True)[0]
+    assert row.churn == 0 and row.where.endswith("only appended")
+    assert row.model_output == len(canonical_bytes(TOOL_USE))
+    assert row.runtime_text == len(RESULT["content"]) + len(BRIEF["text"])
+    assert row.framing > 0
+    lost = row.size - row.common
+    assert row.churn + row.model_output + row.runtime_text + row.framing == lost
+    losses = share_losses(explain(calls))
+    assert sum(losses.values()) == pytest.approx(1 - statistics.fmean(prefix_stable_shares(calls)))
+    assert losses["churn"] == 0.0
+
+
+def test_explain_names_where_a_request_churned_and_what_differs_there() -> None:
+    base = {"tools": TOOLS, "system": SYSTEM, "messages": [OPENING]}
+    later = {**base, "messages": [OPENING, {"role": "assistant", "content": [TOOL_USE]}]}
+    calls = [served("w1", stamped(base, "12:00:01")), served("w1", stamped(later, "12:00:02"))]
+    (row,) = explain(calls)
+    assert row.where == "system[0].text"
+    assert "12:00:01" in row.before and "12:00:02" in row.after
+    assert row.churn > 0 and row.kept < 0.99
+    assert row.churn + row.model_output + row.runtime_text + row.framing == row.size - row.common
+    assert "previous: " in format_explain([row]) and "system[0].text" in format_explain([row])
+
+    swapped = {**later, "tools": TOOLS[::-1]}
+    (row,) = explain([served("w1", base), served("w1", swapped)])
+    assert row.where == "tools[0].name (write_file)"
+    assert row.churn > 0
+
+
+def test_json_path_at_names_the_innermost_value_of_an_offset() -> None:
+    value = [{"b": [1, "xyz"], "a": {"k": "v"}}]
+    data = canonical_bytes(value)  # [{"a":{"k":"v"},"b":[1,"xyz"]}]
+    assert json_path_at(value, data.index(b'"v"')) == "[0].a.k"
+    assert json_path_at(value, data.index(b"xyz")) == "[0].b[1]"
+    assert json_path_at(value, data.index(b"1")) == "[0].b[0]"
+    assert json_path_at(value, 0) == ""
+
+
+def test_the_real_requests_only_append_and_a_volatile_system_prompt_would_show(
+    team_run: RunResult,
+) -> None:
+    rows = explain(team_run.calls)
+    assert len(rows) >= 4, format_explain(rows)
+    assert all(r.churn == 0 for r in rows), format_explain(rows)
+    assert min(r.kept for r in rows) >= 0.99, format_explain(rows)
+    # The same requests with a clock at the top of the system prompt: each churns there.
+    stamps = (f"12:00:{n:02d}" for n in itertools.count())
+    churned = [served(c.agent, stamped(c.body, next(stamps))) for c in team_run.calls]
+    rows = explain(churned)
+    assert all(r.where == "system[0].text" and r.churn > 0 for r in rows), format_explain(rows)
+    assert max(r.kept for r in rows) < 0.99
+    assert share_losses(rows)["churn"] > 0.1
+
+
+def test_every_workload_goal_is_a_figure_the_benchmark_checks() -> None:
+    # A goal under a name the benchmark does not know would be skipped without a word.
+    known = {key for _, key in GOALS.values()}
+    for path in sorted(WORKLOADS.glob("*.yaml")):
+        goals = load(path.stem).get("goals") or {}
+        assert goals and set(goals) <= known, (path.name, set(goals) - known)
+
+
+def test_the_lowest_kept_share_is_a_goal_one_churned_request_misses() -> None:
+    figures = {"completed": True, "prefix_kept_min": 0.97, "prefix_kept_share": 0.995}
+    result = {"workload": "w", "figures": figures, "goals": {"prefix_kept_min": 0.99}}
+    by_name = {f["name"]: f for f in goal_figures(result)}
+    assert by_name["w.prefix_kept_min"]["ok"] is False
+    assert by_name["w.prefix_kept_min"]["target"] == ">= 0.99"
+    figures["prefix_kept_min"] = 0.9998
+    assert all(f["ok"] for f in goal_figures(result))
