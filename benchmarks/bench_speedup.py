@@ -112,7 +112,10 @@ def drain(
         rt.board.create_many([NewTask(f"independent task {i + 1}") for i in range(tasks)])
 
         def all_done() -> bool:
-            state = rt.board.refresh()
+            # The state as this process last wrote or read it, without a refresh: every change
+            # that ends the drain is a command of this process, folded in before the waiter is
+            # told; a refresh here would queue on the board's lock behind the teammates' writes.
+            state = rt.board.state
             if not all(t.status == "completed" for t in state.tasks.values()):
                 return False
             return all(m.status == "idle" for m in state.members.values() if m.name != "lead")

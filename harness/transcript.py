@@ -1,7 +1,13 @@
 """Append-only conversation transcripts (``<dir>/<agent>.jsonl``) and resume.
 
-One JSON object per line, each flushed and fsynced before the call returns; the file is
-mode 0600 (only its owner reads it):
+One JSON object per line, each flushed before the call returns; the file is mode 0600 (only its
+owner reads it). What a model answered (an assistant message), a compaction boundary and a goal
+record are fsynced before the call returns, with every line before them; the input side (``meta``,
+a user message, an ``amend``) is made durable by the next such fsync or by ``close``, not on its
+own: a power cut that loses it loses what a crash just before it was written loses, which resume
+already handles (a turn's input is offered again, mail that was not acked is read again, a tool
+batch without its results is answered "outcome unknown"), and it keeps fsyncs off the path between
+a model answer's tools and the next call:
 
 - ``{"type": "meta", ...}``: session facts (agent, session id); informational.
 - ``{"type": "message", "message": {...}}``: one message appended to the conversation.
@@ -63,6 +69,7 @@ class Transcript:
         self.sink = sink
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file: TextIO | None = None
+        self._unsynced = False  # lines written since the last fsync
 
     @classmethod
     def for_agent(
@@ -86,29 +93,33 @@ class Transcript:
             os.close(fd)
             raise
 
-    def _write(self, record: dict[str, Any]) -> None:
+    def _write(self, record: dict[str, Any], *, durable: bool = True) -> None:
         if self._file is None:
             self._file = self._open()
         line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
         self._file.write(line + "\n")
         self._file.flush()
         if self.fsync:
-            os.fsync(self._file.fileno())
+            if durable:
+                os.fsync(self._file.fileno())
+            self._unsynced = not durable
         if self.sink is not None:
             self.sink(line)
 
     def meta(self, **data: Any) -> None:
-        self._write({"type": "meta", **data})
+        self._write({"type": "meta", **data}, durable=False)
 
     def message(self, message: Message) -> None:
-        self._write({"type": "message", "message": _dump(message)})
+        record = {"type": "message", "message": _dump(message)}
+        self._write(record, durable=message.role == "assistant")
 
     def amend(self, blocks: Sequence[ContentBlock]) -> None:
         self._write(
             {
                 "type": "amend",
                 "blocks": [b.model_dump(mode="json", exclude_none=True) for b in blocks],
-            }
+            },
+            durable=False,
         )
 
     def compact_boundary(
@@ -128,7 +139,11 @@ class Transcript:
         self._write({"type": "goal", "kind": kind, "fields": fields})
 
     def close(self) -> None:
+        """Close the file, every line written durable first."""
         if self._file is not None:
+            if self._unsynced:
+                os.fsync(self._file.fileno())
+                self._unsynced = False
             self._file.close()
             self._file = None
 

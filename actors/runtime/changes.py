@@ -120,11 +120,12 @@ class Changes:
         if changed:
             self._decisions.scan()
         liveness = self._team.liveness  # a process hosting a member may have died (SIGKILL)
+        hosts = self._members.hosts  # ours are alive: this process holds their leases
         # A paused member's claim waits for `resume` and is never reaped, so it must not keep the
         # other members from hearing about the change.
         if (
             any(
-                not state.tasks[tid].human and not liveness.is_alive(owner)
+                not state.tasks[tid].human and not hosts(owner) and not liveness.is_alive(owner)
                 for owner, tid in state.holdings.items()
             )
             and board.reap_dead_owners()

@@ -125,7 +125,14 @@ class MemberHosting:
             body = MemberStatusChanged(name=name, status=status, reason=reason)
             return [draft(body.TYPE, name, body)]
 
-        _state, appended = self.board.execute(decision)
+        member = self.board.state.members.get(name)
+        if member is not None and member.status == status:
+            # Already so as this process last wrote or read the board (e.g. journaled with the
+            # claim that opened the turn): no journal round trip. A member's status is written by
+            # the process hosting it, so the state folded here is not behind on it.
+            appended: tuple[object, ...] = ()
+        else:
+            _state, appended = self.board.execute(decision)
         self.emit({"type": "status", "agent": name, "status": status, "reason": reason})
         self._roster.notify()
         if appended and name != self._lead:  # the lead may hold notices until this change

@@ -186,7 +186,13 @@ class Lead(AgentActor):
             self._open_window()
             return []
         self._window_closed = False
-        if team_at_work(self.host.board.refresh(), lead=self.name, hosted=self.host.hosts):
+        board, hosted = self.host.board, self.host.hosts
+        # The board as last read first (no lock): a teammate it shows at work is held for, and
+        # the change that takes it off work comes with its own ``BoardChanged``; only when
+        # nobody looks at work is the board read again before the notices go in.
+        if team_at_work(board.state, lead=self.name, hosted=hosted) or team_at_work(
+            board.refresh(), lead=self.name, hosted=hosted
+        ):
             # held: the teammate at work reports again (the last one wakes the lead), or its
             # status changes on the board (``on_board_changed``)
             self._holding = True

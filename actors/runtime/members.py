@@ -97,14 +97,20 @@ def anthropic_models(
     ``model_wait`` event for every long wait of a client (docs/RELIABILITY.md, no silent waits).
     They share one SDK client too (each sets its own retries and timeouts on it): one TLS
     context and one connection pool, so spawning a teammate neither loads the CA bundle again
-    (tens of ms on its critical path) nor opens a new connection for its first call."""
+    (tens of ms on its critical path) nor opens a new connection for its first call. The SDK is
+    warmed up on a thread from here on (``actors.runtime.warmup``); each agent's first call waits
+    for that to finish."""
     import threading
 
+    from actors.runtime.warmup import AfterWarmUp, start_warm_up
     from harness.model.backoff import BackoffGate
 
     gate = BackoffGate()
     shared: list[Any] = []  # the SDK client, made by the first agent's ``make``
     lock = threading.Lock()
+    # What the SDK builds at its first response, built while the runtime starts
+    # (``actors.runtime.warmup``): not between the lead's first answer and its tools.
+    warmed = start_warm_up()
 
     def make(agent: str, model: str) -> ModelClient:
         base = os.environ.get("ANTHROPIC_BASE_URL", "")
@@ -124,9 +130,10 @@ def anthropic_models(
             if not shared:
                 shared.append(anthropic.Anthropic())
         client = shared[0]
-        return AnthropicModel(
+        inner = AnthropicModel(
             model, fallback_model=fallback, client=client, gate=gate, on_wait=waiting
         )
+        return AfterWarmUp(inner, warmed)
 
     return make
 

@@ -473,6 +473,8 @@ class TeamRuntime:
         # The checks below are not one atomic read: a claim or a finished task between them
         # could look idle. So the same flags and the journal seq are read again at the end, and
         # any change means "not idle yet" (the waiter is notified of it and checks again).
+        if self.roster.at_rest() is None:  # a member at work: no board read (no lock) needed
+            return False
         before = self._idle_marker()
         return self._idle_checks() and self._idle_marker() == before
 

@@ -10,7 +10,8 @@ input states the task id, subject, description, the outcomes of its dependencies
 directory. A turn that ends runs the ``TeammateIdle`` hook (exit 2 = keep working with the hook's
 feedback, at most ``MAX_IDLE_HOOK_ROUNDS`` times in a row), then sends an ``idle_notification`` to the lead carrying the final text and task
 id, and the task's ``summary`` when it completed it; it is sent once the teammate has looked for
-its next task (claimed and started it, or found none), so the lead reading it sees who is still
+its next task (claimed and started it, or found none; with a new turn started, on a thread
+beside that turn's first model call), so the lead reading it sees who is still
 at work (``actors.runtime.lead``), and before its status turns ``idle``: that change is what wakes
 a lead holding status notices, this one among them. A turn may end with the ``complete_task`` (or
 ``release_task``, ``submit_plan``) call itself, without a closing model call (terminal tools,
@@ -76,6 +77,9 @@ MAX_IDLE_HOOK_ROUNDS = 3
 
 _APPROVED = re.compile(r'\napprove: true\n(?:feedback: .*\n)?request_id: "([^"]+)"')
 """The fields of an approving ``plan_approval_response`` in the model's input."""
+
+NOTICE_SEND_WAIT_S = 30.0
+"""The longest a teammate waits for its previous notice to be delivered before the next one."""
 
 MAX_CLAIM_ATTEMPTS = 8
 """With ``worktree_per_task``: candidates tried in one go before waiting for the next change."""
@@ -208,6 +212,7 @@ class Teammate(AgentActor):
         self.status = "starting"
         self._hook_rounds = 0
         self._notice: dict[str, Any] | None = None  # the idle notification not sent yet
+        self._sending: threading.Thread | None = None  # a notice sent beside a model call
         self._cancel_idle: Callable[[], None] | None = None
         self._stopping = False
         self.worktree_name: str | None = None
@@ -236,6 +241,7 @@ class Teammate(AgentActor):
     def on_stop(self) -> None:
         self._disarm_idle()
         self._disarm_watch()
+        self._notice_sent()
         super().on_stop()
 
     def _was_briefed(self, task: Task) -> bool:
@@ -408,7 +414,7 @@ class Teammate(AgentActor):
             self._stall = None
         self._last_call, self._repeats = None, 0
         self._set("working")
-        self._notify()  # the previous turn's, now that this one has started
+        self._notify(beside=True)  # the previous turn's, now that this one has started
         self._arm_watch()
 
     def continues_history(self) -> bool:
@@ -498,15 +504,40 @@ class Teammate(AgentActor):
             self._drop_task()
         return None
 
-    def _notify(self) -> None:
-        """Send the idle notification of the turn that ended, if not sent yet."""
+    def _notify(self, *, beside: bool = False) -> None:
+        """Send the idle notification of the turn that ended, if not sent yet. ``beside``: on a
+        thread of its own, so that the delivery (two fsyncs) does not hold up the model call the
+        new turn opens with; any later notice, and every status change to idle, waits for it
+        first (``_notice_sent``), so the lead still gets each notice before that change."""
+        self._notice_sent()
         body, self._notice = self._notice, None
         if body is None:
             return
+        if not beside:
+            self._send_notice(body)
+            return
+
+        def send() -> None:
+            try:
+                self._send_notice(body)
+            except Exception:  # a thread must not die with an exception; the board has the result
+                log.warning("%s could not notify %s", self.name, self.lead, exc_info=True)
+
+        sending = threading.Thread(target=send, name=f"notify-{self.name}", daemon=True)
+        self._sending = sending
+        sending.start()
+
+    def _send_notice(self, body: dict[str, Any]) -> None:
         try:
             self.host.send(self.name, self.lead, "idle_notification", body)
         except (TeamError, MailboxesError) as exc:  # the lead being gone must not crash us
             log.warning("%s could not notify %s: %s", self.name, self.lead, exc)
+
+    def _notice_sent(self) -> None:
+        """Wait (bounded) for a notice still being sent beside a model call."""
+        sending, self._sending = self._sending, None
+        if sending is not None:
+            sending.join(NOTICE_SEND_WAIT_S)
 
     def on_idle(self) -> None:
         if self._stopping or self.dead:

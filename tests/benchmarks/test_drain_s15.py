@@ -190,3 +190,33 @@ def test_get_s15_fetches_the_three_files_into_the_folder(tmp_path: Path) -> None
     assert (dest / "LICENSE").is_file() and (dest / "agents" / "anthropic_client.py").is_file()
     assert find_s15(str(dest)) == (dest / "agents" / "s15_agent_teams.py").resolve()
     assert not list(dest.rglob("*.part"))
+
+
+def test_the_floor_does_the_drains_calls_and_fsyncs_bare(tmp_path: Path) -> None:
+    """The gate's floor (``FLOOR_CHILD``): a fresh process with nothing but the SDK makes the
+    warm-up call, the lead's two and one per task, and writes the four files."""
+    from benchmarks.bench_drain_s15 import FLOOR_FILES, FloorServer, floor_run, floor_script
+
+    took = floor_run(tmp_path, 120)
+    assert took > 0
+    work = tmp_path / "work"
+    assert [(work / name).read_text() for name in FLOOR_FILES] == [
+        "one\n",
+        "two\n",
+        "three\n",
+        "four\n",
+    ]
+    assert len((work / "journal").read_text().splitlines()) == 8  # tasks, 4 claims, 3 completions
+    with FloorServer(floor_script()) as server:  # the warm-up request does not start the clock
+        client = anthropic.Anthropic(base_url=server.base_url, api_key="test", max_retries=0)
+        started = []
+        for agent in ("warm-up", "lead"):
+            client.messages.create(
+                model="m",
+                max_tokens=8,
+                messages=[{"role": "user", "content": "hi"}],
+                extra_headers={"x-teamctl-agent": agent},
+            )
+            started.append(server.first_at)
+        assert started[0] is None and started[1] is not None
+        assert [r.agent for r in server.requests] == ["warm-up", "lead"]

@@ -32,6 +32,9 @@ class _Members:
     def board_changed(self) -> None:
         pass
 
+    def hosts(self, name: str) -> bool:
+        return False
+
 
 class _Decisions:
     def scan(self) -> None:

@@ -179,7 +179,8 @@ def test_the_team_runtimes_clients_report_waits_as_events(
     monkeypatch.setenv("ANTHROPIC_API_KEY", "")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
     events: list[dict[str, Any]] = []
-    model = anthropic_models(on_wait=events.append)("lead", "claude-sonnet-4-6")
+    client = anthropic_models(on_wait=events.append)("lead", "claude-sonnet-4-6")
+    model = client.inner  # type: ignore[attr-defined]  # first call after the SDK's warm-up
     assert isinstance(model, AnthropicModel)
     clock = FakeClock()
     model._clock = clock  # the factory builds clients on the system clock
