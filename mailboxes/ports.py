@@ -78,9 +78,13 @@ class EventStore(Protocol):
         *,
         after: int,
         on_commit: Callable[[Sequence[Event]], None] | None = None,
+        while_queued: Callable[[], None] | None = None,
     ) -> AppendResult:
         """Catch up from ``after``, ask ``decide`` for drafts, store them durably, then run
-        ``on_commit(all events with seq > after)`` while still serialised (projection writes)."""
+        ``on_commit(all events with seq > after)`` while still serialised (projection writes).
+        ``while_queued``: a hint, called outside the serialisation while this append waits for
+        another writer (e.g. to fold, ahead of ``decide``, what others appended); a store that
+        does not wait that way never calls it."""
         ...
 
     def read_from(self, seq: int) -> Iterator[Event]:

@@ -382,6 +382,7 @@ class NatsEventStore:
         *,
         after: int,
         on_commit: Callable[[Sequence[Event]], None] | None = None,
+        while_queued: Callable[[], None] | None = None,  # never queued that way: not called
     ) -> Appended:
         """Catch up, decide, publish with the expected last sequence; on a conflict catch up and
         decide again; then run ``on_commit(all events with seq > after)``."""

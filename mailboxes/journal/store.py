@@ -9,15 +9,17 @@ A process that finds the flock busy first queues on ``.team/journal.gate`` (anot
 each release wakes the one process next in line instead of all of them.
 
 A process next in line (holding the gate) decodes the lines other writers added meanwhile before
-it blocks on the journal flock; under the lock an append catches up on lines added since our
+it blocks on the journal flock (and runs the caller's ``while_queued``: a ``Board`` folds them
+there); under the lock an append catches up on lines added since our
 offset (validating every one: a line decoded earlier by this journal — while queued, by a read —
 is reused only if its bytes at that offset are still the same, decoding being a pure function of
 the bytes and the seq; reads reuse decodings the same way), asks ``decide`` for drafts against
 them, writes whole lines with one ``os.write`` loop and unlocks. It returns (acknowledges) only
 once its lines are durable: group commit (docs/RELIABILITY.md, "What is guaranteed") under a
 second flock, ``.team/journal.sync``, whose file holds the mark: how far the journal is known
-fdatasynced. A writer whose lines the mark covers returns at once; else it fdatasyncs, which
-covers every line written before it began, so writers queued meanwhile share it. A failed
+fdatasynced, read under that flock taken shared. A writer whose lines the mark covers returns at
+once; else it takes the flock exclusive and fdatasyncs, which covers every line written before it
+began, so writers queued meanwhile share it. A failed
 fdatasync cuts the journal back to the mark and bumps the mark's rollback generation: every
 writer whose lines were cut raises ``WriteFailed``, and every journal forgets them at its next
 append. With ``on_commit`` the fdatasync and ``on_commit`` run under the journal flock.
@@ -61,7 +63,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from mailboxes.errors import JournalCorrupt, WriteFailed
-from mailboxes.events import Event, JournalTailRepaired, draft
+from mailboxes.events import Event, draft
 from mailboxes.fsutil import Fsync, atomic_write, fsync_dir, write_all
 from mailboxes.journal.base import Appended, check_after, stamp
 from mailboxes.journal.frame import BadLine, decode_event, encode, iter_lines
@@ -197,14 +199,17 @@ class FileJournal:
         *,
         after: int,
         on_commit: Callable[[Sequence[Event]], None] | None = None,
+        while_queued: Callable[[], None] | None = None,
     ) -> Appended:
-        """Serialised across threads and processes: catch up, decide, write, fsync, commit."""
+        """Serialised across threads and processes: catch up, decide, write, fsync, commit.
+        ``while_queued`` runs, instead of our own decoding ahead, when this process is next in
+        line for the lock another process holds (see ``_lock``)."""
         self._check_open()
         if self.read_only:
             raise self.damage or ValueError(f"journal {self.path} was opened read-only")
         if on_commit is not None:
-            return self._append_synced(decide, after, on_commit)
-        with self._exclusive() as fd:
+            return self._append_synced(decide, after, on_commit, while_queued)
+        with self._exclusive(while_queued) as fd:
             seen, _new, result = self._decide_and_write(fd, decide, after)
             gen, end = self._gen, self._end
         # Also with nothing new: what we decided on (seen, or a stored op_id) may not be durable.
@@ -215,10 +220,14 @@ class FileJournal:
         return Appended(seen=seen, appended=tuple(result))
 
     def _append_synced(
-        self, decide: Decide, after: int, on_commit: Callable[[Sequence[Event]], None]
+        self,
+        decide: Decide,
+        after: int,
+        on_commit: Callable[[Sequence[Event]], None],
+        while_queued: Callable[[], None] | None,
     ) -> Appended:
         """An append whose ``on_commit`` runs after its fsync and still under the lock."""
-        with self._exclusive() as fd:
+        with self._exclusive(while_queued) as fd:
             seen, new, result = self._decide_and_write(fd, decide, after)
             self._commit(self._end, self._gen, locked=fd)
             on_commit(seen + tuple(new))
@@ -406,7 +415,7 @@ class FileJournal:
             self._index(offset, len(raw) + 1, event.op_id)
 
     @contextmanager
-    def _exclusive(self) -> Iterator[int]:
+    def _exclusive(self, while_queued: Callable[[], None] | None = None) -> Iterator[int]:
         """Hold the instance mutex and the journal flock; yields an O_APPEND descriptor."""
         if self._holder == threading.get_ident():
             raise RuntimeError("journal append called from inside decide or on_commit")
@@ -415,7 +424,7 @@ class FileJournal:
             try:
                 lock_fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
                 try:
-                    self._lock(lock_fd)
+                    self._lock(lock_fd, while_queued)
                     fd = os.open(
                         self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644
                     )
@@ -428,11 +437,13 @@ class FileJournal:
             finally:
                 self._holder = None
 
-    def _lock(self, lock_fd: int) -> None:
+    def _lock(self, lock_fd: int, while_queued: Callable[[], None] | None = None) -> None:
         """Take the journal flock. Waiters first queue on the gate lock, so a release wakes the
         one process next in line rather than every waiting process (with 16 processes racing on
         2 cores, that herd cost more than the append itself). The gate only orders waiters:
-        mutual exclusion is the journal flock's alone."""
+        mutual exclusion is the journal flock's alone. Next in line, a waiter reads ahead what
+        the others appended (``while_queued``, or our own ``_prefetch``) while the holder works,
+        so the critical section handles only the lines the holder is writing."""
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return
@@ -441,7 +452,8 @@ class FileJournal:
         gate = os.open(self.gate_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(gate, fcntl.LOCK_EX)
-            self._prefetch()  # next in line: decode the others' lines while the holder works
+            # Next in line: decode (and the caller folds) the others' lines while the holder works.
+            (while_queued or self._prefetch)()
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
         finally:
             os.close(gate)
@@ -485,6 +497,8 @@ class FileJournal:
         os.ftruncate(fd, offset)
         self._lower_mark(offset)
         self._fsync(fd)
+        from mailboxes.payloads import JournalTailRepaired
+
         body = JournalTailRepaired(line_no=line_no, bytes_dropped=size - offset)
         new, _ = stamp(
             [draft(body.TYPE, "runtime", body)],
@@ -530,8 +544,9 @@ class FileJournal:
 
     @contextmanager
     def _sync_lock(self) -> Iterator[int]:
-        """Hold the sync flock (``journal.sync``); yields its descriptor, which holds the mark.
-        Order: the journal flock may be held when taking it, never the other way round."""
+        """Hold the sync flock (``journal.sync``) exclusive; yields its descriptor, which holds
+        the mark. Order: the journal flock may be held when taking it, never the other way
+        round."""
         sync_fd = os.open(self.sync_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(sync_fd, fcntl.LOCK_EX)
@@ -539,22 +554,39 @@ class FileJournal:
         finally:
             os.close(sync_fd)  # releases the flock
 
+    def _covered(self, mark: _Mark, end: int, gen: int) -> bool:
+        """Whether ``mark`` says every byte before ``end`` (written in rollback generation
+        ``gen``) is durable; raises ``WriteFailed`` if a failed fdatasync rolled them back."""
+        if mark.gen != gen:
+            if mark.gen == gen + 1 and end <= mark.cut:
+                return True  # durable before the rollback
+            raise _rolled_back(self.path)
+        return mark.ino == self._ino and end <= mark.durable
+
     def _commit(self, end: int, gen: int, *, locked: int | None = None) -> None:
         """Return once every byte before ``end`` is durable: covered by an fdatasync that began
         after they were written and succeeded. One fdatasync covers every line written before it
         began, so writers that queued here meanwhile find their lines covered and return without
         one of their own. ``gen`` is the rollback generation our lines were written in: if a
         failed fdatasync rolled them back since, raise ``WriteFailed``. ``locked``: the journal
-        descriptor, when the caller holds the journal flock."""
+        descriptor, when the caller holds the journal flock.
+
+        A writer first waits for the sync flock *shared*: the mark changes only under it
+        exclusive, so it reads a whole, current mark, and every writer the running fdatasync
+        covers learns so at once when it ends. Taken exclusive, the writers it covers would pass
+        the lock one by one, each woken and scheduled in turn (with 16 processes on 2 cores that
+        convoy cost more than the fdatasync). Only a writer not covered takes it exclusive (not
+        atomically: the mark is read again) and fdatasyncs."""
         failure: OSError | None = None
-        with self._sync_lock() as sync_fd:
-            mark = _read_mark(sync_fd)
-            if mark.gen != gen:
-                if mark.gen == gen + 1 and end <= mark.cut:
-                    return  # durable before the rollback
-                raise _rolled_back(self.path)
-            if mark.ino == self._ino and end <= mark.durable:
+        sync_fd = os.open(self.sync_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(sync_fd, fcntl.LOCK_SH)
+            if self._covered(_read_mark(sync_fd), end, gen):
                 return  # a writer before us synced our lines with theirs
+            fcntl.flock(sync_fd, fcntl.LOCK_EX)
+            mark = _read_mark(sync_fd)
+            if self._covered(mark, end, gen):
+                return
             fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
             try:
                 info = os.fstat(fd)
@@ -575,6 +607,8 @@ class FileJournal:
                     _write_mark(sync_fd, mark._replace(durable=top, ino=info.st_ino))
             finally:
                 os.close(fd)
+        finally:
+            os.close(sync_fd)  # releases the flock
         if failure is not None:
             if locked is not None:
                 self._settle(locked)
