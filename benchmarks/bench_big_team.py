@@ -15,7 +15,8 @@ bare interpreter start (``python -c pass``) is measured in the same run for scal
         [--tail 2048] [--keep DIR] [--quick]
 
 ``--keep DIR`` builds the team in ``DIR/repo`` and keeps it; a later run with the same ``DIR``
-reuses it instead of building it again (its ``task add`` and ``claim`` samples make it grow).
+reuses it instead of building it again (its ``task add`` and ``claim`` samples make it grow),
+after saving its state snapshot ``--tail`` events behind the end with the code being measured.
 """
 
 from __future__ import annotations
@@ -153,10 +154,35 @@ def build_team(
         return team.journal.last_seq(), ready
 
 
-def existing_team(repo: Path) -> tuple[int, list[int]]:
-    """The journal's last seq and the ready tasks nobody holds (highest first) of a kept team."""
+def place_snapshot(repo: Path, tail: int) -> int:
+    """Save the state snapshot ``tail`` events before the journal's end, made by this code (a
+    kept team's snapshot may be of another fold or format, which any change to ``fold.py``
+    makes it, or its commands may have moved it); returns the seq it covers."""
+    import itertools
+
+    from actors.board import snapshot
+    from actors.board.fold import fold_all
+    from actors.board.state import EMPTY
     from actors.factory import open_team
 
+    with open_team(repo, read_only=True) as team:
+        journal = team.journal
+        covered = max(1, journal.last_seq() - tail)
+        state = fold_all(
+            EMPTY, itertools.takewhile(lambda e: e.seq <= covered, journal.read_from(1))
+        )
+        at = next(iter(journal.read_from(covered)))
+        if not snapshot.save(team.blobs, state, at):
+            raise SystemExit(f"could not write the state snapshot of {repo}")
+    return covered
+
+
+def existing_team(repo: Path, tail: int) -> tuple[int, list[int]]:
+    """The journal's last seq and the ready tasks nobody holds (highest first) of a kept team,
+    its state snapshot put ``tail`` events behind the journal's end first."""
+    from actors.factory import open_team
+
+    place_snapshot(repo, tail)
     with open_team(repo, read_only=True) as team:
         state = team.state()
         ready = sorted((t.number for t in state.ready()), reverse=True)
@@ -200,7 +226,7 @@ def main() -> None:
         started = time.perf_counter()
         reused = args.keep is not None and (repo / ".team").is_dir()
         if reused:
-            seq, ready = existing_team(repo)
+            seq, ready = existing_team(repo, args.tail)
         else:
             seq, ready = build_team(teamctl, repo, args.tasks, args.events, args.tail)
         setup_s = time.perf_counter() - started

@@ -32,10 +32,13 @@ import fcntl
 import json
 import logging
 import os
+import signal
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from itertools import compress
 from json.encoder import encode_basestring
+from operator import itemgetter, methodcaller
 from pathlib import Path
 from typing import Any, Literal
 
@@ -177,6 +180,7 @@ class Projections:
         self.lock_file = root / ".team" / "projections.lock"
         self._durable = durable
         self._made_dirs = False
+        self._scan: _FileScan | None = None
 
     def task_file(self, tid: str) -> Path:
         """Where task ``tid`` is projected."""
@@ -239,19 +243,48 @@ class Projections:
         A write that fails (disk full) is logged, not raised: the journal is the truth, and a
         command that only reads it must not fail for a view (the next open repairs it).
         """
+        scan, self._scan = self._scan, None
         try:
             with self.locked() as fd:
                 state = catch_up()
+                mark = _read_mark(fd)
                 # Mark current: only files touched since it was written can have drifted.
-                since = os.fstat(fd).st_mtime_ns if _read_mark(fd) == state.seq else None
-                lines = self.repair(state, changed_since=since)
-                _write_mark(fd, state.seq)
+                since = os.fstat(fd).st_mtime_ns if mark == state.seq else None
+                lines, fixed = self._repair(state, since, scan)
+                # An unchanged mark keeps its time: a file edited while this open scanned (after
+                # the scan looked at it) is still newer than the mark at the next open.
+                if fixed or mark != state.seq:
+                    _write_mark(fd, state.seq)
         except OSError as exc:
             reason = exc.strerror or exc  # the path would name a tmp file
             log.warning("projections not repaired (fixed at the next open): %s", reason)
             return []
+        finally:
+            if scan is not None:
+                scan.close()
         self.sync(catch_up)
         return lines
+
+    def prefetch(self) -> None:
+        """Start looking for task files modified since the mark (``_FileScan``) in another
+        process, to be used by the next ``repair_all``: a board calls this before it loads its
+        snapshot and folds the journal, so the look (one ``stat`` per task file, kernel time)
+        runs on another core meanwhile. Only for folders big enough to be worth a process;
+        anything unexpected leaves ``repair_all`` to look itself."""
+        self.drop_prefetch()
+        try:
+            if os.stat(self.tasks_dir).st_size < PREFETCH_MIN_DIR_BYTES:
+                return
+            since = os.stat(self.lock_file).st_mtime_ns
+        except OSError:
+            return
+        self._scan = _FileScan.start(self.tasks_dir, self.lock_file, since)
+
+    def drop_prefetch(self) -> None:
+        """Forget a ``prefetch`` not used (its process is stopped and reaped)."""
+        scan, self._scan = self._scan, None
+        if scan is not None:
+            scan.close()
 
     @contextmanager
     def locked(self) -> Iterator[int]:
@@ -308,6 +341,13 @@ class Projections:
         renders); None compares every file. Returns one line per repair; each is also logged
         as a warning.
         """
+        return self._repair(state, changed_since, None)[0]
+
+    def _repair(
+        self, state: TeamState, changed_since: int | None, scan: _FileScan | None
+    ) -> tuple[list[str], int]:
+        """``repair``, and how many files it rewrote or removed. ``scan``: a ``prefetch`` that
+        may already know which task files were modified at or after ``changed_since``."""
         self._dirs()
         if changed_since is None:  # else the one scan of the folder in _changed_drift does it
             remove_orphan_tmp(self.tasks_dir)
@@ -316,7 +356,7 @@ class Projections:
         drifts = (
             verify(state, self.root)
             if changed_since is None
-            else self._changed_drift(state, changed_since)
+            else self._changed_drift(state, changed_since, scan)
         )
         for drift in drifts:
             if drift.kind == "extra":
@@ -334,31 +374,56 @@ class Projections:
                 # not worth a warning. Anything else means someone edited the files by hand.
                 log.log(logging.INFO if drift.kind == "stale" else logging.WARNING, line)
                 lines.append(line)
-        return lines
+        return lines, len(drifts)
 
-    def _changed_drift(self, state: TeamState, since_ns: int) -> list[Drift]:
+    def _changed_drift(
+        self, state: TeamState, since_ns: int, scan: _FileScan | None = None
+    ) -> list[Drift]:
         """``verify`` limited to task files modified at or after ``since_ns``, empty or missing
         task files, files of tasks the journal never made, and ``team.json``. Deletes the temporary
-        files of writers that died mid-write on the way (``remove_orphan_tmp``)."""
+        files of writers that died mid-write on the way (``remove_orphan_tmp``). ``scan``: when
+        its answer is complete (``_FileScan.result``), only names are listed here, without a
+        ``stat`` per file."""
         tasks = state.tasks
         touched: set[str] = set()
         present: set[str] = set()
         extra: list[Path] = []
-        with os.scandir(self.tasks_dir) as entries:  # one pass; 20,000 files on a big team
-            for entry in entries:
-                name = entry.name
+        known = None
+        if scan is not None:
+            # Listed while the scan may still run: at C speed (no Python code per name), 20,000
+            # names on a big team. ``present`` keeps the extra ones: only
+            # ``tasks.keys() - present`` is used below.
+            names = os.listdir(self.tasks_dir)
+            present = set(map(_STEM, compress(names, map(_IS_JSON, names))))
+            known = scan.result(since_ns)
+        if known is not None:
+            for name in known:
                 tid = name[:-5]
-                if tid in tasks and name.endswith(".json"):  # the ids are all task_<n>
-                    present.add(tid)
-                    stat = entry.stat()
-                    # An empty file is what a power cut leaves of one written shortly before
-                    # (``swap_in`` does not fsync), even when the mark made it to disk.
-                    if stat.st_mtime_ns >= since_ns or stat.st_size == 0:
-                        touched.add(tid)
-                elif name.startswith("task_") and name.endswith(".json") and tid[5:].isdigit():
-                    extra.append(Path(entry.path))
+                if tid in tasks and name.endswith(".json"):
+                    touched.add(tid)
                 elif name[:1] == "." and name[1:].endswith(".tmp"):  # remove_orphan_tmp's .*.tmp
-                    Path(entry.path).unlink(missing_ok=True)
+                    (self.tasks_dir / name).unlink(missing_ok=True)
+            for tid in present - tasks.keys():
+                if tid.startswith("task_") and tid[5:].isdigit():
+                    extra.append(self.task_file(tid))
+        else:
+            present = set()
+            with os.scandir(self.tasks_dir) as entries:  # one pass; 20,000 files on a big team
+                for entry in entries:
+                    name = entry.name
+                    tid = name[:-5]
+                    if tid in tasks and name.endswith(".json"):  # the ids are all task_<n>
+                        present.add(tid)
+                        stat = entry.stat()
+                        # An empty file is what a power cut leaves of one written shortly
+                        # before (``swap_in`` does not fsync), even when the mark made it to
+                        # disk.
+                        if stat.st_mtime_ns >= since_ns or stat.st_size == 0:
+                            touched.add(tid)
+                    elif name.startswith("task_") and name.endswith(".json") and tid[5:].isdigit():
+                        extra.append(Path(entry.path))
+                    elif name[:1] == "." and name[1:].endswith(".tmp"):  # .*.tmp
+                        Path(entry.path).unlink(missing_ok=True)
         drifts = []
         # Touched or missing files, in id order (ids are dense in creation order).
         for tid in sorted(touched | (tasks.keys() - present), key=task_number):
@@ -402,6 +467,112 @@ class Projections:
     def read_team(self) -> dict[str, Any] | None:
         """``team.json`` as written (None if absent or malformed)."""
         return _read(self.team_file)
+
+
+PREFETCH_MIN_DIR_BYTES = 64 * 1024
+"""``prefetch`` starts no process for a ``.tasks/`` folder smaller than this (about 2,000 files
+on ext4): ``repair_all`` then stats the files itself, which costs less than a process."""
+_IS_JSON = methodcaller("endswith", ".json")
+_STEM = itemgetter(slice(None, -5))  # task_<n>.json -> task_<n>
+
+
+class _FileScan:
+    """A ``find`` process listing the task files modified at or after ``since`` (the mark's
+    time) or empty, and writers' tmp files: one ``stat`` per file, as ``_changed_drift`` would
+    do, but on another core while this process decodes its snapshot (the ``stat`` calls are
+    kernel time: ``find`` makes them no faster, only in parallel; docs/ARCHITECTURE.md,
+    "Snapshots"). Its answer (``result``) is used only when it is sure to be complete:
+
+    - ``find`` exited 0 (it could look at every file);
+    - it listed the lock file itself, whose time is ``since``: proof that it compared times to
+      the nanosecond rather than rounding the reference up (the reference is ``since`` - 1 ns,
+      as ``-newermt`` means strictly newer);
+    - the mark's time read under the projection lock is still ``since``: no writer moved the
+      mark, so none wrote projections, since the scan began.
+
+    Anything else (no ``find``, another ``find``, an error) makes ``repair_all`` look itself.
+    """
+
+    def __init__(self, pid: int, fd: int, folder: Path, lock_file: Path, since: int) -> None:
+        self._pid: int | None = pid
+        self._fd: int | None = fd
+        self._folder = os.fsencode(folder)
+        self._lock_file = os.fsencode(lock_file)
+        self._since = since
+
+    @classmethod
+    def start(cls, folder: Path, lock_file: Path, since: int) -> _FileScan | None:
+        """Start the scan (None when ``find`` cannot be started)."""
+        seconds, nanos = divmod(since - 1, 1_000_000_000)
+        # -L: the times of the files links point to, as ``_changed_drift``'s ``stat`` sees. A
+        # name gone before find looked at it (a writer's tmp file) is no error: names are listed
+        # again under the lock.
+        args = ["find", "-L", os.fspath(lock_file), os.fspath(folder), "-maxdepth", "1"]
+        args.append("-ignore_readdir_race")
+        args += ["(", "-newermt", f"@{seconds}.{nanos:09d}", "-o", "-empty", "-o", "-name"]
+        args += [".*.tmp", ")", "-print0"]
+        try:
+            read, write = os.pipe()
+        except OSError:  # out of descriptors: the board looks itself
+            return None
+        try:
+            pid = os.posix_spawnp(
+                "find",
+                args,
+                {**os.environ, "LC_ALL": "C"},
+                file_actions=[
+                    (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                    (os.POSIX_SPAWN_DUP2, write, 1),
+                    (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+                ],
+            )
+        except OSError:
+            os.close(read)
+            return None
+        finally:
+            os.close(write)
+        return cls(pid, read, folder, lock_file, since)
+
+    def result(self, since: int | None) -> set[str] | None:
+        """The names of the files found, if the scan is complete for a mark of time ``since``
+        (see the class); None if not (or ``since`` is None: the mark is not current)."""
+        if self._fd is None or self._pid is None:
+            return None
+        chunks = []
+        try:
+            while chunk := os.read(self._fd, 1 << 16):
+                chunks.append(chunk)
+        except OSError:
+            return None
+        try:
+            _, status = os.waitpid(self._pid, 0)
+        except ChildProcessError:  # reaped already (SIGCHLD ignored): no exit status
+            self._pid = None
+            return None
+        self._pid = None
+        if since != self._since or os.waitstatus_to_exitcode(status) != 0:
+            return None
+        names: set[str] = set()
+        complete = False
+        for path in b"".join(chunks).split(b"\0")[:-1]:
+            folder, _, name = path.rpartition(b"/")
+            if path == self._lock_file:
+                complete = True
+            elif folder == self._folder:
+                names.add(os.fsdecode(name))
+        return names if complete else None
+
+    def close(self) -> None:
+        """Stop the process if it still runs, reap it, close the pipe."""
+        if self._pid is not None:
+            with suppress(ProcessLookupError):
+                os.kill(self._pid, signal.SIGKILL)
+            with suppress(ChildProcessError):
+                os.waitpid(self._pid, 0)
+            self._pid = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def verify(state: TeamState, root: Path) -> list[Drift]:

@@ -7,6 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from actors.board import snapshot
+from mailboxes.blobs import FileBlobs
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -35,3 +38,11 @@ def test_keep_builds_the_team_once_then_reuses_it(tmp_path: Path) -> None:
     # Its commands ran on the kept team: the journal grew from where the first run left it.
     assert isinstance(first["events"], int) and isinstance(second["events"], int)
     assert second["events"] > first["events"]
+    # The kept team's state snapshot was put --tail (50 with --quick) events behind its end by
+    # the code measuring it (one of another fold or format would be ignored: a full fold).
+    events = second["events"]
+    assert isinstance(events, int)
+    blob = FileBlobs(keep / "repo" / ".team" / "snapshots").get(snapshot.SNAPSHOT_BLOB)
+    assert blob is not None
+    state, _ = snapshot.decode(blob)
+    assert state.seq == events - 50

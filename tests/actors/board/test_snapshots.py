@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import marshal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from actors.board.board import Board
 from actors.board.fold import fold_all
 from actors.board.state import EMPTY
 from mailboxes.blobs import FileBlobs
-from mailboxes.events import Event
+from mailboxes.events import Event, MemberSpawned
 from mailboxes.journal.store import FileJournal
 from tests.actors.cli.cli_support import git_repo, ok, run
 
@@ -196,3 +197,33 @@ def test_nested_task_metadata_survives_the_snapshot(team_dir: Path) -> None:
     assert dict(state.tasks["task_1"].metadata) == nested
     reopened = Board(_journal(team_dir), snapshots=blobs)
     assert reopened.state == fold_all(EMPTY, FileJournal(team_dir).read_from(1))
+
+
+def test_a_state_without_tasks_round_trips(team_dir: Path) -> None:
+    board = Board(_journal(team_dir))
+    board.add_member(MemberSpawned(name="ann", role="dev"))
+    state = board.state
+    at = next(iter(FileJournal(team_dir).read_from(state.seq)))
+    decoded, _ = snapshot.decode(snapshot.encode(state, at))
+    assert decoded == state and not decoded.tasks
+
+
+@pytest.mark.parametrize("damage", ["short column", "missing column", "short usage"])
+def test_a_checksummed_body_of_the_wrong_shape_is_rejected(team_dir: Path, damage: str) -> None:
+    board = Board(_journal(team_dir))
+    _fill(board, 4)
+    state = board.state
+    at = next(iter(FileJournal(team_dir).read_from(state.seq)))
+    head, _, raw = snapshot.encode(state, at).partition(b"\n")
+    body = marshal.loads(raw)
+    if damage == "short column":
+        body["tasks"]["columns"][3].pop()
+    elif damage == "missing column":
+        body["tasks"]["columns"].pop()
+    else:
+        body["task_usage"] = {"task_1": (1, 2)}
+    raw = marshal.dumps(body)
+    header = json.loads(head)
+    header["sha256"] = hashlib.sha256(raw).hexdigest()
+    with pytest.raises(snapshot.SnapshotRejected):
+        snapshot.decode(json.dumps(header).encode() + b"\n" + raw)
