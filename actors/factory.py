@@ -27,13 +27,13 @@ from actors.errors import TeamError
 from actors.repo import JournalMissing, Repo, find_repo, find_team
 from mailboxes.blobs import FileBlobs
 from mailboxes.errors import JournalCorrupt, MailboxesError
-from mailboxes.events import Event, EventDraft, MemberSpawned, TeamCreated, draft
+from mailboxes.events import Event, EventDraft, draft
 from mailboxes.fsutil import Fsync, atomic_write, fsync_dir
 from mailboxes.journal.frame import JournalReport, check_journal
 from mailboxes.journal.store import JOURNAL_NAME, FileJournal
 from mailboxes.liveness import FlockLiveness
 from mailboxes.maildir import Maildir
-from mailboxes.messages import check_agent_name
+from mailboxes.names import check_agent_name
 
 if TYPE_CHECKING:
     from actors.settings import NatsBackend, Settings
@@ -246,15 +246,23 @@ class Team:
     def board(self) -> Board:
         """The task board, caught up with the journal."""
         if self._board is None:
-            self._board = Board(
-                self.journal,
-                projections=None if self.read_only else Projections(self.repo.root),
-                liveness=self.liveness,
-                actor=self.actor,
-                snapshots=self.blobs,
-                # Read-only: start from a snapshot, never write one.
-                snapshot_every=sys.maxsize if self.read_only else SNAPSHOT_EVERY,
-            )
+            projections = None if self.read_only else Projections(self.repo.root)
+            if projections is not None:
+                # The look for hand-edited task files runs while the board loads its snapshot.
+                projections.prefetch()
+            try:
+                self._board = Board(
+                    self.journal,
+                    projections=projections,
+                    liveness=self.liveness,
+                    actor=self.actor,
+                    snapshots=self.blobs,
+                    # Read-only: start from a snapshot, never write one.
+                    snapshot_every=sys.maxsize if self.read_only else SNAPSHOT_EVERY,
+                )
+            finally:
+                if projections is not None:
+                    projections.drop_prefetch()  # used by then, unless the board failed
         return self._board
 
     @property
@@ -275,6 +283,8 @@ class Team:
         """Make ``name`` a human member (journals ``member.spawned`` kind=human once, decided
         under the journal lock by ``Board.add_member``, which enforces the name rules) and give
         it an inbox."""
+        from mailboxes.payloads import MemberSpawned
+
         with acting_as(name):
             self.board.add_member(MemberSpawned(name=name, role="human", kind="human"))
         self.mailbox.ensure_inbox(name)
@@ -618,6 +628,8 @@ def init_team(
         wanted = name or (chosen.team if chosen is not None else repo.root.name)
 
         def decision(state: TeamState) -> list[EventDraft]:
+            from mailboxes.payloads import TeamCreated
+
             if state.name is not None:
                 return []
             body = TeamCreated(name=wanted)

@@ -1,556 +1,430 @@
-"""Journal events: the stored envelope and the typed payload of each event type.
+"""Journal events: the stored envelope (``Event``), a draft of one (``EventDraft``), and the
+typed payload of each event type.
 
 The envelope fields are the on-disk contract (docs/ARCHITECTURE.md, "Event catalogue").
 ``data`` holds the payload as plain JSON; ``payload(event)`` parses it into the frozen model
-registered for the event's type, first upgrading older shapes (``v`` below the model's version)
-with the registered upgrade functions.
-Stored history is never rewritten: upgrades happen on load only.
+registered for the event's type (``mailboxes.payloads``), first upgrading older shapes.
 
-Adding a new shape to a type: bump the model's ``VERSION`` and register one function::
-
-    @upgrade("member.spawned", from_v=1)
-    def _spawned_v1(data: dict[str, Any]) -> dict[str, Any]: ...
-
-No ``from __future__ import annotations`` here: pydantic would evaluate every field's annotation
-string again when the models are built, a quarter of building them on every command.
+The envelopes are plain frozen classes, not pydantic models: reading the journal and folding it
+(``teamctl tasks``, ``teamctl status``) never imports pydantic. The payload models and the
+registry are re-exported here (``from mailboxes.events import TaskCreated`` works) but loaded on
+first use only, by whoever builds or parses a payload (docs/ARCHITECTURE.md, "Start-up and
+benchmarks").
 """
 
-from collections.abc import Callable, Mapping
-from types import MappingProxyType
-from typing import Any, ClassVar, Literal, TypeVar
+from __future__ import annotations
 
-from pydantic import Field, ValidationError
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from mailboxes.errors import InvalidEvent
-from teamctl_base.models import Frozen
+
+if TYPE_CHECKING:
+    from mailboxes.payloads import (
+        PAYLOADS as PAYLOADS,
+    )
+    from mailboxes.payloads import (
+        CronCancelled as CronCancelled,
+    )
+    from mailboxes.payloads import (
+        CronFired as CronFired,
+    )
+    from mailboxes.payloads import (
+        CronScheduled as CronScheduled,
+    )
+    from mailboxes.payloads import (
+        GoalCleared as GoalCleared,
+    )
+    from mailboxes.payloads import (
+        GoalEvaluated as GoalEvaluated,
+    )
+    from mailboxes.payloads import (
+        GoalSet as GoalSet,
+    )
+    from mailboxes.payloads import (
+        InboxAcknowledged as InboxAcknowledged,
+    )
+    from mailboxes.payloads import (
+        JobFinished as JobFinished,
+    )
+    from mailboxes.payloads import (
+        JobStarted as JobStarted,
+    )
+    from mailboxes.payloads import (
+        JournalTailRepaired as JournalTailRepaired,
+    )
+    from mailboxes.payloads import (
+        MemberSpawned as MemberSpawned,
+    )
+    from mailboxes.payloads import (
+        MemberStatusChanged as MemberStatusChanged,
+    )
+    from mailboxes.payloads import (
+        MemberStopped as MemberStopped,
+    )
+    from mailboxes.payloads import (
+        Payload as Payload,
+    )
+    from mailboxes.payloads import (
+        PermissionDecided as PermissionDecided,
+    )
+    from mailboxes.payloads import (
+        PermissionRequested as PermissionRequested,
+    )
+    from mailboxes.payloads import (
+        PlanRequested as PlanRequested,
+    )
+    from mailboxes.payloads import (
+        PlanReviewed as PlanReviewed,
+    )
+    from mailboxes.payloads import (
+        PlanSubmitted as PlanSubmitted,
+    )
+    from mailboxes.payloads import (
+        ShutdownAcknowledged as ShutdownAcknowledged,
+    )
+    from mailboxes.payloads import (
+        ShutdownRequested as ShutdownRequested,
+    )
+    from mailboxes.payloads import (
+        TaskClaimed as TaskClaimed,
+    )
+    from mailboxes.payloads import (
+        TaskCompleted as TaskCompleted,
+    )
+    from mailboxes.payloads import (
+        TaskCreated as TaskCreated,
+    )
+    from mailboxes.payloads import (
+        TaskDeleted as TaskDeleted,
+    )
+    from mailboxes.payloads import (
+        TaskReleased as TaskReleased,
+    )
+    from mailboxes.payloads import (
+        TaskUpdated as TaskUpdated,
+    )
+    from mailboxes.payloads import (
+        TaskVerified as TaskVerified,
+    )
+    from mailboxes.payloads import (
+        TeamCreated as TeamCreated,
+    )
+    from mailboxes.payloads import (
+        Upgrade as Upgrade,
+    )
+    from mailboxes.payloads import (
+        UsageRecorded as UsageRecorded,
+    )
+    from mailboxes.payloads import (
+        WorkflowFinished as WorkflowFinished,
+    )
+    from mailboxes.payloads import (
+        WorkflowLog as WorkflowLog,
+    )
+    from mailboxes.payloads import (
+        WorkflowPhase as WorkflowPhase,
+    )
+    from mailboxes.payloads import (
+        WorkflowResumed as WorkflowResumed,
+    )
+    from mailboxes.payloads import (
+        WorkflowStarted as WorkflowStarted,
+    )
+    from mailboxes.payloads import (
+        WorkflowStepCached as WorkflowStepCached,
+    )
+    from mailboxes.payloads import (
+        WorkflowStepCompleted as WorkflowStepCompleted,
+    )
+    from mailboxes.payloads import (
+        WorkflowStepStarted as WorkflowStepStarted,
+    )
+    from mailboxes.payloads import (
+        WorktreeBound as WorktreeBound,
+    )
+    from mailboxes.payloads import (
+        WorktreeCreated as WorktreeCreated,
+    )
+    from mailboxes.payloads import (
+        WorktreeMerged as WorktreeMerged,
+    )
+    from mailboxes.payloads import (
+        WorktreeRemoved as WorktreeRemoved,
+    )
+    from mailboxes.payloads import (
+        parse_payload as parse_payload,
+    )
+    from mailboxes.payloads import (
+        upgrade as upgrade,
+    )
+    from mailboxes.payloads import (
+        upgrade_data as upgrade_data,
+    )
+
+_FIELDS = ("seq", "ts", "type", "actor", "op_id", "data", "v")
+_DRAFT_FIELDS = ("type", "actor", "data", "op_id", "v")
+_KEYS = frozenset(_FIELDS)
 
 
-class EventDraft(Frozen):
-    """An event before it is stored: the store assigns ``seq`` and ``ts``."""
+def _as_dict(data: object) -> Any:
+    """``data`` as a plain dict (None: empty; another mapping: copied); anything else as it is,
+    for the type check to refuse."""
+    if data is None:
+        return {}
+    if data.__class__ is not dict and isinstance(data, Mapping):
+        return dict(data)
+    return data
+
+
+_set = object.__setattr__
+
+
+def _refuse(what: str, name: str, value: object) -> NoReturn:
+    raise InvalidEvent(f"{what} {name}: {value!r} is not a valid {_KINDS[name]}")
+
+
+_KINDS = {
+    "seq": "integer",
+    "ts": "number",
+    "type": "string",
+    "actor": "string",
+    "op_id": "string or null",
+    "data": "JSON object",
+    "v": "integer",
+}
+
+
+def _checked(
+    what: str, type: object, actor: object, op_id: object, data: object, v: object
+) -> None:
+    if type.__class__ is not str:
+        _refuse(what, "type", type)
+    if actor.__class__ is not str:
+        _refuse(what, "actor", actor)
+    if op_id is not None and op_id.__class__ is not str:
+        _refuse(what, "op_id", op_id)
+    if not isinstance(data, dict) or not all(k.__class__ is str for k in data):
+        _refuse(what, "data", data)
+    if v.__class__ is not int:
+        _refuse(what, "v", v)
+
+
+class EventDraft:
+    """An event before it is stored: the store assigns ``seq`` and ``ts``. Frozen; equal when
+    every field is."""
+
+    __slots__ = _DRAFT_FIELDS
 
     type: str
     actor: str
-    data: dict[str, Any] = Field(default_factory=dict)
-    op_id: str | None = None
-    v: int = 1
+    data: dict[str, Any]
+    op_id: str | None
+    v: int
+
+    def __init__(
+        self,
+        *,
+        type: str,
+        actor: str,
+        data: Mapping[str, Any] | None = None,
+        op_id: str | None = None,
+        v: int = 1,
+    ) -> None:
+        data = _as_dict(data)
+        _checked("event draft", type, actor, op_id, data, v)
+        _set(self, "type", type)
+        _set(self, "actor", actor)
+        _set(self, "data", data)
+        _set(self, "op_id", op_id)
+        _set(self, "v", v)
+
+    def __setattr__(self, name: str, value: object) -> NoReturn:
+        raise AttributeError(f"EventDraft is frozen: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> NoReturn:
+        raise AttributeError(f"EventDraft is frozen: cannot delete {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not EventDraft:
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in _DRAFT_FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]  # data is a dict
+
+    def __repr__(self) -> str:
+        return "EventDraft(" + ", ".join(f"{f}={getattr(self, f)!r}" for f in _DRAFT_FIELDS) + ")"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_draft_from_tuple, tuple(getattr(self, f) for f in _DRAFT_FIELDS))
+
+    def model_dump(self, *, mode: str = "python") -> dict[str, Any]:
+        """The fields as a dict (``data`` copied; ``mode="json"``: as JSON would give it back)."""
+        dumped = {f: getattr(self, f) for f in _DRAFT_FIELDS}
+        dumped["data"] = _plain(self.data) if mode == "json" else dict(self.data)
+        return dumped
 
 
-class Event(Frozen):
-    """A stored event. ``seq`` is dense from 1; ``ts`` is seconds since the epoch."""
+def _draft_from_tuple(
+    type: str, actor: str, data: dict[str, Any], op_id: str | None, v: int
+) -> EventDraft:
+    return EventDraft(type=type, actor=actor, data=data, op_id=op_id, v=v)
+
+
+class _EventSlots:
+    """The storage of an ``Event``: ``Event.from_json`` fills a bare one (plain slot stores, a
+    quarter of the cost of going around ``Event.__setattr__``) and then makes it an ``Event``."""
+
+    __slots__ = _FIELDS
 
     seq: int
     ts: float
     type: str
     actor: str
-    op_id: str | None = None
-    data: dict[str, Any] = Field(default_factory=dict)
-    v: int = 1
-
-
-class Payload(Frozen):
-    """Base of every event payload. ``TYPE`` is the event type, ``VERSION`` the current shape."""
-
-    TYPE: ClassVar[str]
-    VERSION: ClassVar[int] = 1
-
-
-# --- team and members -------------------------------------------------------------------------
-
-
-class TeamCreated(Payload):
-    TYPE = "team.created"
-    name: str
-
-
-class MemberSpawned(Payload):
-    """v2: ``role`` (v1 stored it as ``agent_type``)."""
-
-    TYPE = "member.spawned"
-    VERSION = 2
-    name: str
-    role: str
-    model: str | None = None
-    kind: Literal["agent", "human"] = "agent"
-    prompt: str = ""
-    plan_required: bool = False
-    tools: tuple[str, ...] | None = None
-
-
-class MemberStatusChanged(Payload):
-    TYPE = "member.status_changed"
-    name: str
-    status: str
-    reason: str = ""
-
-
-class MemberStopped(Payload):
-    TYPE = "member.stopped"
-    name: str
-    reason: str = ""
-
-
-# --- tasks and plans ---------------------------------------------------------------------------
-
-
-class TaskCreated(Payload):
-    """v2: ``verify``, the shell command that must exit 0 before the task counts as done."""
-
-    TYPE = "task.created"
-    VERSION = 2
-    task_id: str
-    subject: str
-    description: str = ""
-    blocked_by: tuple[str, ...] = ()
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    plan_required: bool = False
-    role: str | None = None
-    verify: str | None = None
-
-
-class TaskUpdated(Payload):
-    """``None`` means unchanged."""
-
-    TYPE = "task.updated"
-    task_id: str
-    subject: str | None = None
-    description: str | None = None
-    add_blocked_by: tuple[str, ...] = ()
-    remove_blocked_by: tuple[str, ...] = ()
-    metadata: dict[str, Any] | None = None
-
-
-class TaskClaimed(Payload):
-    TYPE = "task.claimed"
-    task_id: str
-    owner: str
-    epoch: int
-    human: bool = False
-
-
-class TaskReleased(Payload):
-    """v2: ``forced_by``, the person who released a live agent's task by hand (``--force``)."""
-
-    TYPE = "task.released"
-    VERSION = 2
-    task_id: str
-    owner: str
-    epoch: int
-    reason: str
-    forced_by: str | None = None
-
-
-class TaskCompleted(Payload):
-    """v2: ``forced_by``, the person who completed a live agent's task by hand (``--force``).
-    v3: ``commit`` and ``remote``, where a worktree-bound task's work is (docs/SCALE-OUT.md,
-    "Code across hosts")."""
-
-    TYPE = "task.completed"
-    VERSION = 3
-    task_id: str
-    owner: str
-    epoch: int
-    summary: str = ""
-    unblocked: tuple[str, ...] = ()
-    forced_by: str | None = None
-    commit: str | None = None
-    """The tip of the task's worktree branch when it was completed (None: no worktree, or
-    completed without one of its clone's Worktrees actors)."""
-    remote: str | None = None
-    """The git remote ``commit`` was pushed to (as ``wt/<name>``); None = it stayed in the clone
-    that completed it."""
-
-
-class TaskVerified(Payload):
-    """One run of a task's ``verify`` command: at ``complete_task`` (``stage`` complete, in the
-    task's worktree or the main checkout) or on the merge result before ``worktree merge`` lands
-    it (``stage`` merge, ``commit`` the candidate). ``output`` is capped; ``exit_code`` None =
-    timed out or could not start."""
-
-    TYPE = "task.verified"
-    task_id: str
-    command: str
-    stage: Literal["complete", "merge"]
-    passed: bool
-    exit_code: int | None = None
-    timed_out: bool = False
-    output: str = ""
-    worktree: str | None = None
-    commit: str | None = None
-
-
-class TaskDeleted(Payload):
-    TYPE = "task.deleted"
-    task_id: str
-    force: bool = False
-
-
-class PlanRequested(Payload):
-    TYPE = "plan.requested"
-    task_id: str
-    request_id: str
-    teammate: str
-    epoch: int
-
-
-class PlanSubmitted(Payload):
-    TYPE = "plan.submitted"
-    task_id: str
-    request_id: str
-    owner: str
-    epoch: int
-    plan: str
-
-
-class PlanReviewed(Payload):
-    TYPE = "plan.reviewed"
-    task_id: str
-    request_id: str
-    approve: bool
-    feedback: str = ""
-    reviewer: str
-
-
-# --- mail ----------------------------------------------------------------------------------------
-
-
-class InboxAcknowledged(Payload):
-    """A person marked a live agent's unread mail as read (``teamctl inbox AGENT --ack
-    --force``): the agent will never see ``message_ids``; ``forced_by`` says who did it."""
-
-    TYPE = "inbox.acknowledged"
-    agent: str
-    message_ids: tuple[str, ...]
-    forced_by: str
-
-
-# --- protocols ---------------------------------------------------------------------------------
-
-
-class ShutdownRequested(Payload):
-    TYPE = "shutdown.requested"
-    name: str
-    request_id: str
-
-
-class ShutdownAcknowledged(Payload):
-    TYPE = "shutdown.acknowledged"
-    name: str
-    request_id: str
-    approve: bool = True
-
-
-class PermissionRequested(Payload):
-    TYPE = "permission.requested"
-    request_id: str
-    agent: str
-    tool: str
-    input: dict[str, Any]
-    reason: str = ""
-
-
-class PermissionDecided(Payload):
-    TYPE = "permission.decided"
-    request_id: str
-    decision: Literal["allow", "deny"]
-    by: str
-    reason: str = ""
-
-
-# --- scheduler, jobs, worktrees ----------------------------------------------------------------
-
-
-class CronScheduled(Payload):
-    TYPE = "cron.scheduled"
-    cron_id: str
-    cron: str
-    prompt: str
-    recurring: bool
-    tz: str | None = None
-
-
-class CronCancelled(Payload):
-    TYPE = "cron.cancelled"
-    cron_id: str
-
-
-class CronFired(Payload):
-    """``slot`` is the ISO time of the schedule slot; ``missed`` slots skipped before it."""
-
-    TYPE = "cron.fired"
-    cron_id: str
-    slot: str
-    missed: int = 0
-
-
-class JobStarted(Payload):
-    TYPE = "job.started"
-    job_id: str
-    owner: str
-    command: str
-    cwd: str
-    pid: int | None = None
-    start_time: float | None = None
-
-
-class JobFinished(Payload):
-    TYPE = "job.finished"
-    job_id: str
-    status: str
-    exit_code: int | None = None
-
-
-class WorktreeCreated(Payload):
-    TYPE = "worktree.created"
-    name: str
-    branch: str
-    base: str
-    path: str
-
-
-class WorktreeBound(Payload):
-    TYPE = "worktree.bound"
-    name: str
-    task_id: str
-
-
-class WorktreeRemoved(Payload):
-    TYPE = "worktree.removed"
-    name: str
-    branch_deleted: bool = False
-
-
-class WorktreeMerged(Payload):
-    TYPE = "worktree.merged"
-    name: str
-    into: str
-    commit: str
-    squash: bool = False
-
-
-class UsageRecorded(Payload):
-    """One model call of ``agent``: the tokens the model client reported as billed for it and
-    their cost in USD (``None``: the model's price is unknown), charged to ``task_id``, the task
-    the agent held when the call was recorded (``None``: none). Counted once per stored event."""
-
-    TYPE = "usage.recorded"
-    agent: str
-    model: str
-    task_id: str | None = None
-    input_tokens: int = Field(default=0, ge=0)
-    output_tokens: int = Field(default=0, ge=0)
-    cache_read_input_tokens: int = Field(default=0, ge=0)
-    cache_creation_input_tokens: int = Field(default=0, ge=0)
-    cost_usd: float | None = Field(default=None, ge=0)
-
-
-class JournalTailRepaired(Payload):
-    """Written by the journal itself: a torn last line (1-based ``line_no``) was dropped."""
-
-    TYPE = "journal.tail_repaired"
-    line_no: int
-    bytes_dropped: int
-
-
-# --- workflows ---------------------------------------------------------------------------------
-
-
-class WorkflowStarted(Payload):
-    """A workflow run began: ``file_sha256`` is the script's hash, so a resume can tell that the
-    file changed since (docs/ARCHITECTURE.md, "Workflows")."""
-
-    TYPE = "workflow.started"
-    run_id: str
-    name: str
-    args: Any = None
-    file: str
-    file_sha256: str
-
-
-class WorkflowResumed(Payload):
-    """``teamctl workflow resume`` (or ``teamctl resume``) re-runs the script of ``run_id``."""
-
-    TYPE = "workflow.resumed"
-    run_id: str
-    file_sha256: str
-    file_changed: bool = False
-
-
-class WorkflowStepCompleted(Payload):
-    """One ``agent()`` step done: its stable content ``key`` and its (validated) ``result``,
-    returned again without a model call when a resumed run asks for the same key."""
-
-    TYPE = "workflow.step_completed"
-    run_id: str
-    key: str
-    label: str | None = None
-    name: str = ""
-    """How progress names the step: its label, or the first line of its prompt."""
-    phase: str | None = None
-    task_id: str | None = None
-    result: Any = None
-
-
-class WorkflowStepStarted(Payload):
-    """An ``agent()`` step put on the board as ``task_id`` (``attempt`` 1: the schema retry)."""
-
-    TYPE = "workflow.step_started"
-    run_id: str
-    key: str
-    name: str = ""
-    phase: str | None = None
-    task_id: str | None = None
-    attempt: int = 0
-
-
-class WorkflowStepCached(Payload):
-    """A resumed run's step answered from its recorded result (no task, no model call)."""
-
-    TYPE = "workflow.step_cached"
-    run_id: str
-    key: str
-    name: str = ""
-    phase: str | None = None
-
-
-class WorkflowPhase(Payload):
-    TYPE = "workflow.phase"
-    run_id: str
-    title: str
-
-
-class WorkflowLog(Payload):
-    TYPE = "workflow.log"
-    run_id: str
-    text: str
-
-
-class WorkflowFinished(Payload):
-    """The run ended: ``completed`` with its ``result``, or ``failed`` with the ``error``."""
-
-    TYPE = "workflow.finished"
-    run_id: str
-    status: Literal["completed", "failed"]
-    result: Any = None
-    error: str | None = None
-
-
-# --- goals ------------------------------------------------------------------------------------
-
-
-class GoalSet(Payload):
-    """An agent's goal armed (``harness.goal``; the actor is the agent): ``goal`` is the
-    ``harness.goal.Goal`` as JSON (condition, check, caps), ``at`` when (docs/ARCHITECTURE.md,
-    "Goals")."""
-
-    TYPE = "goal.set"
-    goal: dict[str, Any]
-    at: float = 0.0
-
-
-class GoalEvaluated(Payload):
-    """One judgement of an agent's goal at a stop: ``state`` stays ``active`` while it blocks
-    (``blocks`` in a row), or ends it ``met``, ``unmet`` (the cap), ``impossible`` or ``error``."""
-
-    TYPE = "goal.evaluated"
-    ok: bool
-    state: Literal["active", "met", "unmet", "impossible", "error"]
-    reason: str = ""
-    tokens: int = 0
-    blocks: int = 0
-
-
-class GoalCleared(Payload):
-    """The agent's goal was cleared (console ``/goal clear``, ``teamctl run --fresh``)."""
-
-    TYPE = "goal.cleared"
-
-
-# --- registry ----------------------------------------------------------------------------------
-
-PAYLOADS: Mapping[str, type[Payload]] = MappingProxyType(
-    {model.TYPE: model for model in Payload.__subclasses__()}
-)
-"""Event type → payload model (the current shape): every direct subclass of ``Payload``."""
-
-Upgrade = Callable[[dict[str, Any]], dict[str, Any]]
-"""Turns the ``data`` of version ``n`` into the ``data`` of version ``n + 1`` (pure)."""
-
-_UPGRADES: dict[tuple[str, int], Upgrade] = {}
-
-_F = TypeVar("_F", bound=Upgrade)
-
-
-def upgrade(event_type: str, *, from_v: int) -> Callable[[_F], _F]:
-    """Register the function that upgrades ``event_type`` data from ``from_v`` to ``from_v+1``.
-
-    Registered at import time of this module only; never changed afterwards.
-    """
-
-    def register(func: _F) -> _F:
-        key = (event_type, from_v)
-        if key in _UPGRADES:
-            raise ValueError(f"upgrade {event_type} v{from_v} registered twice")
-        _UPGRADES[key] = func
-        return func
-
-    return register
-
-
-@upgrade("member.spawned", from_v=1)
-def _member_spawned_v1(data: dict[str, Any]) -> dict[str, Any]:
-    """v1 called the role ``agent_type`` (the Claude Code name); v2 calls it ``role``."""
-    if "agent_type" not in data:
-        return data
-    upgraded = {k: v for k, v in data.items() if k != "agent_type"}
-    upgraded.setdefault("role", data["agent_type"])
-    return upgraded
-
-
-@upgrade("task.created", from_v=1)
-@upgrade("task.released", from_v=1)
-@upgrade("task.completed", from_v=1)
-def _new_optional_field_v1(data: dict[str, Any]) -> dict[str, Any]:
-    """v1 had no ``forced_by`` (nobody forced it) or ``verify`` (no check): the defaults."""
-    return data
-
-
-@upgrade("task.completed", from_v=2)
-def _completed_v2(data: dict[str, Any]) -> dict[str, Any]:
-    """v2 had no ``commit`` or ``remote`` (nothing recorded): the defaults."""
-    return data
-
-
-def upgrade_data(event_type: str, v: int, data: Mapping[str, Any]) -> dict[str, Any]:
-    """``data`` stored at version ``v`` in the current shape of ``event_type``."""
-    model = PAYLOADS.get(event_type)
-    if model is None:
-        raise InvalidEvent(f"unknown event type {event_type!r}")
-    if v > model.VERSION:
-        raise InvalidEvent(
-            f"{event_type} v{v} is newer than this program understands (v{model.VERSION})"
+    op_id: str | None
+    data: dict[str, Any]
+    v: int
+
+
+class Event(_EventSlots):
+    """A stored event. ``seq`` is dense from 1; ``ts`` is seconds since the epoch. Frozen; equal
+    when every field is."""
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        *,
+        seq: int,
+        ts: float,
+        type: str,
+        actor: str,
+        op_id: str | None = None,
+        data: Mapping[str, Any] | None = None,
+        v: int = 1,
+    ) -> None:
+        data = _as_dict(data)
+        if seq.__class__ is not int:
+            _refuse("event", "seq", seq)
+        if ts.__class__ is int:
+            ts = float(ts)
+        elif ts.__class__ is not float:
+            _refuse("event", "ts", ts)
+        _checked("event", type, actor, op_id, data, v)
+        _set(self, "seq", seq)
+        _set(self, "ts", ts)
+        _set(self, "type", type)
+        _set(self, "actor", actor)
+        _set(self, "op_id", op_id)
+        _set(self, "data", data)
+        _set(self, "v", v)
+
+    @classmethod
+    def from_json(cls, obj: object) -> Event:
+        """The event a parsed journal line holds, checked: exactly the envelope keys (``op_id``,
+        ``data`` and ``v`` may be left out) with their JSON types. Raises ``InvalidEvent``."""
+        if obj.__class__ is not dict:
+            raise InvalidEvent(f"an event is a JSON object, not {obj.__class__.__name__}")
+        got: dict[str, Any] = obj
+        if len(got) == 7:
+            try:
+                seq, ts, type_ = got["seq"], got["ts"], got["type"]
+                actor, op_id, data, v = got["actor"], got["op_id"], got["data"], got["v"]
+            except KeyError:
+                return cls._odd(got)
+            if (
+                seq.__class__ is int
+                and ts.__class__ is float
+                and type_.__class__ is str
+                and actor.__class__ is str
+                and (op_id is None or op_id.__class__ is str)
+                and data.__class__ is dict
+                and v.__class__ is int
+            ):
+                event = _new(_EventSlots)
+                event.seq = seq
+                event.ts = ts
+                event.type = type_
+                event.actor = actor
+                event.op_id = op_id
+                event.data = data
+                event.v = v
+                event.__class__ = Event
+                return event  # type: ignore[return-value]
+        return cls._odd(got)
+
+    @classmethod
+    def _odd(cls, got: dict[str, Any]) -> Event:
+        """``from_json`` for anything but the exact shape the journal writes."""
+        extra = sorted(got.keys() - _KEYS)
+        if extra:
+            raise InvalidEvent(f"unknown field {extra[0]!r}")
+        missing = [k for k in ("seq", "ts", "type", "actor") if k not in got]
+        if missing:
+            raise InvalidEvent(f"field {missing[0]!r} is missing")
+        return cls(
+            seq=got["seq"],
+            ts=got["ts"],
+            type=got["type"],
+            actor=got["actor"],
+            op_id=got.get("op_id"),
+            data=_json_object(got.get("data", {})),
+            v=got.get("v", 1),
         )
-    current = dict(data)
-    while v < model.VERSION:
-        step = _UPGRADES.get((event_type, v))
-        if step is None:
-            raise InvalidEvent(f"no upgrade registered for {event_type} v{v}")
-        current = step(current)
-        v += 1
-    return current
+
+    def __setattr__(self, name: str, value: object) -> NoReturn:
+        raise AttributeError(f"Event is frozen: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> NoReturn:
+        raise AttributeError(f"Event is frozen: cannot delete {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Event:
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in _FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]  # data is a dict
+
+    def __repr__(self) -> str:
+        return "Event(" + ", ".join(f"{f}={getattr(self, f)!r}" for f in _FIELDS) + ")"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_event_from_tuple, tuple(getattr(self, f) for f in _FIELDS))
+
+    def model_dump(self, *, mode: str = "python") -> dict[str, Any]:
+        """The fields as a dict (``data`` copied; ``mode="json"``: as JSON would give it back)."""
+        dumped = {f: getattr(self, f) for f in _FIELDS}
+        dumped["data"] = _plain(self.data) if mode == "json" else dict(self.data)
+        return dumped
 
 
-def parse_payload(event_type: str, v: int, data: Mapping[str, Any]) -> Payload:
-    """Parse ``data`` of ``event_type`` at version ``v`` into its current payload model."""
-    current = upgrade_data(event_type, v, data)
-    model = PAYLOADS[event_type]
-    try:
-        return model.model_validate(current)
-    except ValidationError as exc:
-        raise InvalidEvent(f"bad {event_type} v{v} payload {dict(data)!r}: {exc}") from None
+_new = object.__new__
+
+
+def _json_object(data: object) -> dict[str, Any]:
+    if data.__class__ is not dict:
+        _refuse("event", "data", data)
+    return data
+
+
+def _event_from_tuple(
+    seq: int, ts: float, type: str, actor: str, op_id: str | None, data: dict[str, Any], v: int
+) -> Event:
+    return Event(seq=seq, ts=ts, type=type, actor=actor, op_id=op_id, data=data, v=v)
+
+
+def _plain(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` as JSON reads it back (tuples become lists), a deep copy."""
+    import json
+
+    plain: dict[str, Any] = json.loads(json.dumps(data))
+    return plain
 
 
 def payload(event: Event | EventDraft) -> Payload:
     """The typed payload of ``event`` (upgraded to the current shape). Raises ``InvalidEvent``."""
+    from mailboxes.payloads import parse_payload
+
     return parse_payload(event.type, event.v, event.data)
 
 
@@ -574,3 +448,68 @@ def validate_draft(candidate: EventDraft) -> EventDraft:
     """Check that ``candidate`` has a known type and a payload that parses; returns it."""
     payload(candidate)
     return candidate
+
+
+_LAZY = frozenset(
+    (
+        "CronCancelled",
+        "CronFired",
+        "CronScheduled",
+        "GoalCleared",
+        "GoalEvaluated",
+        "GoalSet",
+        "InboxAcknowledged",
+        "JobFinished",
+        "JobStarted",
+        "JournalTailRepaired",
+        "MemberSpawned",
+        "MemberStatusChanged",
+        "MemberStopped",
+        "PAYLOADS",
+        "Payload",
+        "PermissionDecided",
+        "PermissionRequested",
+        "PlanRequested",
+        "PlanReviewed",
+        "PlanSubmitted",
+        "ShutdownAcknowledged",
+        "ShutdownRequested",
+        "TaskClaimed",
+        "TaskCompleted",
+        "TaskCreated",
+        "TaskDeleted",
+        "TaskReleased",
+        "TaskUpdated",
+        "TaskVerified",
+        "TeamCreated",
+        "Upgrade",
+        "UsageRecorded",
+        "WorkflowFinished",
+        "WorkflowLog",
+        "WorkflowPhase",
+        "WorkflowResumed",
+        "WorkflowStarted",
+        "WorkflowStepCached",
+        "WorkflowStepCompleted",
+        "WorkflowStepStarted",
+        "WorktreeBound",
+        "WorktreeCreated",
+        "WorktreeMerged",
+        "WorktreeRemoved",
+        "parse_payload",
+        "upgrade",
+        "upgrade_data",
+    )
+)
+"""The names of ``mailboxes.payloads`` this module re-exports, loaded on first use."""
+
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> object:
+        if name not in _LAZY:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from mailboxes import payloads
+
+        value = getattr(payloads, name)
+        globals()[name] = value
+        return value

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from mailboxes.errors import LeaseHeld
-from mailboxes.messages import check_agent_name
+from mailboxes.names import check_agent_name
 
 __all__ = ["FlockLiveness"]
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import logging
 import os
 import re
@@ -23,23 +24,30 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from mailboxes.errors import BadMessage, UnknownRecipient, WriteFailed
 from mailboxes.fsutil import Fsync, fsync_dir, write_all
-from mailboxes.messages import (
-    BROADCAST,
-    Envelope,
-    InvalidEnvelope,
-    MessageDraft,
-    check_agent_name,
-    dump_envelope,
-    parse_envelope,
-)
+from mailboxes.names import BROADCAST, InvalidEnvelope, check_agent_name
 from mailboxes.ports import Clock, IdSource
 from teamctl_base.clock import SystemClock, UuidIds
 from teamctl_base.crashpoints import crash_point
 
-__all__ = ["Maildir", "MessageDraft"]
+if TYPE_CHECKING:  # the envelope models load on first delivery or read (mailboxes/names.py)
+    from mailboxes.messages import Envelope
+    from mailboxes.messages import MessageDraft as MessageDraft
+
+__all__ = ["Maildir", "MessageDraft", "UniqueNames"]
+
+
+def __getattr__(name: str) -> object:
+    """``MessageDraft``, long importable from here, loads the envelope models only when asked
+    for (importing this module does not)."""
+    if name == "MessageDraft":
+        return _models().MessageDraft
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +56,10 @@ _NAME_ATTEMPTS = 100
 """Fresh names tried for one message before a delivery gives up (each collision is a bug or an
 adversary: ``UniqueNames`` never repeats one)."""
 _NO_LINK = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK})
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_FOLDERS_KEPT = 1024
+"""Agent names whose folder paths a ``Maildir`` keeps (a team has a few dozen at most)."""
 _SUBDIRS = ("tmp", "cur", "bad", "new")  # ``new`` last: its presence means "known agent"
 
 Step = Callable[[str], None]
@@ -80,16 +92,28 @@ class UniqueNames:
     def __init__(self, host: str | None = None) -> None:
         raw = socket.gethostname() if host is None else host
         self.host = re.sub(r"[^A-Za-z0-9-]", "-", raw)[:40] or "host"
-        self._lock = threading.Lock()
-        self._seq = 0
+        self._seq = itertools.count(1)  # ``next`` on it is atomic (one C call under the GIL)
 
     def __call__(self, ns: int, msg_id: str) -> str:
-        with self._lock:
-            self._seq += 1
-            seq = self._seq
         # ``seq`` zero-padded: at one ``ns`` (a fixed clock, two Maildirs in one process) the
         # names then still sort in send order when the count gains a digit (9 -> 10).
-        return f"{ns:020d}.{_pid[0]}-{seq:010d}-{self.host}.{msg_id}"
+        # (``str.zfill`` pads as ``:020d`` does, in half the time.)
+        seq = str(next(self._seq)).zfill(10)
+        return f"{str(ns).zfill(20)}.{_pid[0]}-{seq}-{self.host}.{msg_id}"
+
+
+_MODELS: list[ModuleType] = []
+
+
+def _models() -> ModuleType:
+    """``mailboxes.messages``, imported at the first delivery (it loads pydantic: see
+    mailboxes/names.py) and kept: a cached reference costs a delivery less than an ``import``
+    statement does (~7,500 instructions)."""
+    if not _MODELS:
+        import mailboxes.messages
+
+        _MODELS.append(mailboxes.messages)
+    return _MODELS[0]
 
 
 _UNIQUE_NAMES = UniqueNames()  # one counter per process, shared by every Maildir in it
@@ -122,10 +146,9 @@ class Maildir:
         self._on_step = on_step
         self._fsync = fsync
         self._names: NameSource = names or _UNIQUE_NAMES
-        # Integer nanoseconds from the system clock: a float ``now()`` has ~250 ns resolution.
-        self._now_ns: Callable[[], int] = (
-            time.time_ns if clock is None else lambda: round(self._clock.now() * 1e9)
-        )
+        self._system_clock = clock is None
+        self._base = os.fspath(self.root)  # plain strings: pathlib costs more than a syscall
+        self._folders: dict[str, tuple[str, str, str]] = {}  # see ``_folders_of``
         self._lock = threading.Lock()
         self._last_ns = 0
 
@@ -173,17 +196,27 @@ class Maildir:
         return box
 
     # -- delivery ------------------------------------------------------------------------------
+    #
+    # One durable delivery is, in system calls: create ``tmp/<name>`` exclusively, write, fsync,
+    # close; move it into ``new/<name>`` without replacing anything there (``link`` + ``unlink``:
+    # a rename would replace a file of that name); open, fsync and close ``new/``. The folder is
+    # opened by path each time, not kept open: a descriptor kept from earlier would still point
+    # at an inbox that was since removed and made again, and the message would be lost with it.
+    # The Python around those calls is only what the envelope needs (its id, JSON and name):
+    # benchmarks/bench_mailbox.py measures a delivery against the same calls made bare.
 
     def deliver(self, sender: str, draft: MessageDraft) -> list[Envelope]:
         """Deliver ``draft`` durably; ``*`` = one copy (own id) per known agent but ``sender``."""
-        return self.deliver_many(sender, [draft])
+        if draft.to == BROADCAST:
+            return self._deliver(sender, [draft], self._ids.new_id)
+        return [self._deliver_one(self._checked(sender), draft, self._ids.new_id)]
 
     def deliver_keyed(self, sender: str, draft: MessageDraft, message_id: str) -> bool:
         """Deliver ``draft`` to one agent under ``message_id`` unless its inbox already holds
         that id (acked or not); True if it was delivered now."""
         if self.holds(draft.to, message_id):
             return False
-        self._deliver(sender, [draft], lambda: message_id)
+        self._deliver_one(self._checked(sender), draft, lambda: message_id)
         return True
 
     def deliver_many(self, sender: str, drafts: Sequence[MessageDraft]) -> list[Envelope]:
@@ -191,102 +224,80 @@ class Maildir:
 
         All recipients are checked first: an unknown one refuses the whole call, writing nothing.
         """
+        if len(drafts) == 1:
+            return self.deliver(sender, drafts[0])
         return self._deliver(sender, drafts, self._ids.new_id)
+
+    def _deliver_one(self, sender: str, draft: MessageDraft, new_id: Callable[[], str]) -> Envelope:
+        """One message to one agent (``sender`` checked). No stat up front: a missing inbox
+        fails the create in ``tmp/`` or the move into ``new/``, which become the same refusal
+        as ``_deliver``'s."""
+        # The common case runs inline (each call here costs more than it seems: a delivery that
+        # follows a disk wait finds the CPU caches cold); collisions, errors and file systems
+        # without hard links go through the same helpers as ``_deliver``.
+        models = _MODELS[0] if _MODELS else _models()
+        to = draft.to
+        _, tmp_dir, new_dir = self._folders.get(to) or self._folders_of(to)
+        ns, ts = self._stamp()
+        envelope: Envelope = models.envelope_for(draft, id=new_id(), sender=sender, to=to, ts=ts)
+        data = self._encode(envelope, models.dump_envelope)
+        tmp, name = self._write_tmp(tmp_dir, self._names(ns, envelope.id), envelope, data)
+        try:
+            crash_point("maildir.before_rename")
+            try:
+                os.link(tmp, f"{new_dir}/{name}")
+            except OSError:  # taken, no hard links here, no ``new/``: the careful way
+                self._publish(tmp, name, new_dir, envelope)
+            else:
+                os.unlink(tmp)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)  # a failed call leaves no orphan behind
+            raise
+        step = self._on_step
+        if step is not None:
+            step("renamed")
+        dir_fd = os.open(new_dir, _DIRECTORY)
+        try:
+            self._fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+        if step is not None:
+            step("dir_synced")
+        return envelope
 
     def _deliver(
         self, sender: str, drafts: Sequence[MessageDraft], new_id: Callable[[], str]
     ) -> list[Envelope]:
-        check_agent_name(sender)
+        """Several drafts or a broadcast: every recipient checked first, one fsync per inbox."""
+        models = _models()
+        self._checked(sender)
         targets: list[tuple[MessageDraft, str]] = []
-        base = os.fspath(self.root)  # plain strings: pathlib costs more than the stat
-        if len(drafts) == 1 and drafts[0].to != BROADCAST:
-            # One recipient: no stat up front. A missing inbox fails the create in ``tmp/`` or
-            # the link into ``new/`` instead, and ``_commit`` turns that into the same refusal.
-            targets.append((drafts[0], check_agent_name(drafts[0].to)))
-        else:
-            for draft in drafts:
-                if draft.to == BROADCAST:
-                    targets.extend((draft, agent) for agent in self.agents() if agent != sender)
-                elif os.path.isdir(f"{base}/{check_agent_name(draft.to)}/new"):
-                    targets.append((draft, draft.to))
-                else:
-                    raise UnknownRecipient(draft.to, self.agents())
-        staged: list[tuple[Envelope, str]] = []
+        for draft in drafts:
+            if draft.to == BROADCAST:
+                targets.extend((draft, agent) for agent in self.agents() if agent != sender)
+            elif os.path.isdir(self._folders_of(draft.to)[2]):
+                targets.append((draft, draft.to))
+            else:
+                raise UnknownRecipient(draft.to, self.agents())
+        staged: list[tuple[Envelope, int, bytes]] = []
         for draft, recipient in targets:
-            now = self._clock.now()
-            envelope = Envelope(
-                id=new_id(),
-                sender=sender,
-                to=recipient,
-                type=draft.type,
-                ts=now,
-                in_reply_to=draft.in_reply_to,
-                body=draft.body,
-            )
-            staged.append((envelope, self._next_name(envelope.id)))
-        return self._commit(staged)
-
-    def _next_name(self, msg_id: str) -> str:
-        with self._lock:
-            # Names from one Maildir sort in send order even if the wall clock steps back.
-            ns = max(self._now_ns(), self._last_ns + 1)
-            self._last_ns = ns
-        return self._names(ns, msg_id)
-
-    def _fresh_names(self, first: str, msg_id: str) -> Iterable[str]:
-        """``first``, then new names for the same message, one per collision."""
-        yield first
-        for _ in range(_NAME_ATTEMPTS - 1):
-            yield self._next_name(msg_id)
-
-    def _step(self, name: str) -> None:
-        if self._on_step is not None:
-            self._on_step(name)
-
-    def _commit(self, staged: list[tuple[Envelope, str]]) -> list[Envelope]:
-        payloads = []
-        for envelope, name in staged:
-            data = dump_envelope(envelope)
-            if len(data) > self.max_message_bytes:
-                raise InvalidEnvelope(
-                    f"message of {len(data)} bytes exceeds the limit of "
-                    f"{self.max_message_bytes} bytes",
-                    data[:200],
-                )
-            payloads.append((envelope, name, data))
-        # Plain string paths: pathlib costs more per message than the syscalls here do.
-        base = os.fspath(self.root)
-        written: dict[str, None] = {}
+            ns, ts = self._stamp()
+            envelope = models.envelope_for(draft, id=new_id(), sender=sender, to=recipient, ts=ts)
+            staged.append((envelope, ns, self._encode(envelope, models.dump_envelope)))
+        written: dict[str, None] = {}  # ``tmp/`` files not moved into ``new/`` yet
         new_dirs: dict[str, None] = {}
         tmp_names: list[tuple[str, str]] = []  # (path, name) of each message's ``tmp/`` file
         try:
-            for envelope, name, data in payloads:
-                try:
-                    fd, tmp, tmp_name = self._create_tmp(
-                        f"{base}/{envelope.to}/tmp", name, envelope.id
-                    )
-                except FileNotFoundError:
-                    raise UnknownRecipient(envelope.to, self.agents()) from None
+            for envelope, ns, data in staged:
+                tmp_dir = self._folders_of(envelope.to)[1]
+                tmp, name = self._write_tmp(tmp_dir, self._names(ns, envelope.id), envelope, data)
                 written[tmp] = None
-                tmp_names.append((tmp, tmp_name))
-                try:
-                    write_all(fd, data)
-                    self._step("tmp_written")
-                    self._fsync(fd)
-                except OSError as exc:  # disk full, size limit: the finally below cleans up
-                    raise WriteFailed(f"delivering to {envelope.to!r}", exc) from exc
-                finally:
-                    os.close(fd)
-                self._step("tmp_synced")
+                tmp_names.append((tmp, name))
             crash_point("maildir.before_rename")
-            for (envelope, _, _), (tmp, name) in zip(payloads, tmp_names, strict=True):
-                new_dir = f"{base}/{envelope.to}/new"
-                try:
-                    self._publish(tmp, name, new_dir, envelope.id)
-                except FileNotFoundError:  # no ``new/``: not a (complete) inbox
-                    if os.path.isdir(new_dir):
-                        raise
-                    raise UnknownRecipient(envelope.to, self.agents()) from None
+            for (envelope, _, _), (tmp, name) in zip(staged, tmp_names, strict=True):
+                new_dir = self._folders_of(envelope.to)[2]
+                self._publish(tmp, name, new_dir, envelope)
                 del written[tmp]
                 new_dirs[new_dir] = None
                 self._step("renamed")
@@ -295,48 +306,152 @@ class Maildir:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp)
         for new_dir in new_dirs:
-            dir_fd = os.open(new_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            self._sync_dir(new_dir)
+        return [envelope for envelope, _, _ in staged]
+
+    def _checked(self, agent: str) -> str:
+        """``agent`` if it is a valid agent name (``InvalidAgentName`` if not), remembered."""
+        if agent not in self._folders:
+            self._folders_of(agent)
+        return agent
+
+    def _folders_of(self, agent: str) -> tuple[str, str, str]:
+        """The inbox, ``tmp/`` and ``new/`` paths of ``agent``, as strings, after checking the
+        name (``InvalidAgentName``); kept per name (up to ``_FOLDERS_KEPT``), so a delivery
+        neither checks a known name again nor builds its paths. Only the strings are kept: every
+        delivery still opens the folders by path (see above)."""
+        folders = self._folders.get(agent)
+        if folders is None:
+            box = f"{self._base}/{check_agent_name(agent)}"
+            folders = (box, f"{box}/tmp", f"{box}/new")
+            if len(self._folders) < _FOLDERS_KEPT:
+                self._folders[agent] = folders
+        return folders
+
+    def _stamp(self) -> tuple[int, float]:
+        """The delivery time, one clock read: integer nanoseconds for the file name (strictly
+        increasing per ``Maildir``, so its names sort in send order even if the wall clock steps
+        back) and seconds for the envelope's ``ts``."""
+        if self._system_clock:
+            now_ns = time.time_ns()  # integer: a float ``now()`` has ~250 ns resolution
+            ts = now_ns / 1e9
+        else:
+            ts = self._clock.now()
+            now_ns = round(ts * 1e9)
+        with self._lock:
+            ns = self._last_ns = max(now_ns, self._last_ns + 1)
+        return ns, ts
+
+    def _encode(self, envelope: Envelope, dump_envelope: Callable[[Envelope], bytes]) -> bytes:
+        data = dump_envelope(envelope)
+        if len(data) > self.max_message_bytes:
+            raise InvalidEnvelope(
+                f"message of {len(data)} bytes exceeds the limit of {self.max_message_bytes} bytes",
+                data[:200],
+            )
+        return data
+
+    def _next_name(self, msg_id: str) -> str:
+        return self._names(self._stamp()[0], msg_id)
+
+    def _step(self, name: str) -> None:
+        if self._on_step is not None:
+            self._on_step(name)
+
+    def _write_tmp(
+        self, tmp_dir: str, name: str, envelope: Envelope, data: bytes
+    ) -> tuple[str, str]:
+        """``data`` written and fsynced in ``tmp_dir`` under ``name`` or, if that is taken, a
+        fresh one; returns the file's path and name. Nothing is left behind on failure; no
+        ``tmp_dir`` is ``UnknownRecipient``."""
+        tmp = f"{tmp_dir}/{name}"
+        try:
+            fd = os.open(tmp, _CREATE, 0o600)
+        except OSError:  # taken (a fresh name is tried) or no ``tmp/``
             try:
-                self._fsync(dir_fd)
+                fd, tmp, name = self._create_tmp(tmp_dir, name, envelope.id)
+            except FileNotFoundError:
+                raise UnknownRecipient(envelope.to, self.agents()) from None
+        step = self._on_step
+        try:
+            try:
+                written = os.write(fd, data)
+                if written < len(data):  # a short write (a signal): the rest, looping
+                    write_all(fd, data[written:])
+                if step is not None:
+                    step("tmp_written")
+                self._fsync(fd)
+            except OSError as exc:  # disk full, size limit
+                raise WriteFailed(f"delivering to {envelope.to!r}", exc) from exc
             finally:
-                os.close(dir_fd)
-            self._step("dir_synced")
-        return [envelope for envelope, _, _ in payloads]
+                os.close(fd)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        if step is not None:
+            step("tmp_synced")
+        return tmp, name
 
     def _create_tmp(self, tmp_dir: str, name: str, msg_id: str) -> tuple[int, str, str]:
         """Create ``tmp_dir/<name>`` exclusively, under a fresh name if that one is taken
         (``FileNotFoundError``: no ``tmp_dir``). Returns the descriptor, path and name."""
-        for candidate in self._fresh_names(name, msg_id):
-            path = f"{tmp_dir}/{candidate}"
-            try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-                return fd, path, candidate
-            except FileExistsError:
+        for attempt in range(_NAME_ATTEMPTS):
+            if attempt:
                 log.warning(
-                    "maildir name %s is taken in %s; retrying with a new one", candidate, tmp_dir
+                    "maildir name %s is taken in %s; retrying with a new one", name, tmp_dir
                 )
+                name = self._next_name(msg_id)
+            path = f"{tmp_dir}/{name}"
+            try:
+                return os.open(path, _CREATE, 0o600), path, name
+            except FileExistsError:
+                continue
         raise _names_taken(msg_id)
 
-    def _publish(self, tmp: str, name: str, new_dir: str, msg_id: str) -> None:
-        """Move ``tmp`` into ``new_dir`` under its name or, if a file already has that name there,
-        under a fresh one: a link never replaces a file, where a rename would silently drop the
-        message already there. File systems without hard links fall back to a rename."""
-        for candidate in self._fresh_names(name, msg_id):
-            try:
-                os.link(tmp, f"{new_dir}/{candidate}")
-            except FileExistsError:
-                log.warning(
-                    "maildir name %s is taken in %s; retrying with a new one", candidate, new_dir
-                )
-                continue
-            except OSError as exc:
-                if exc.errno not in _NO_LINK:
-                    raise
-                os.rename(tmp, f"{new_dir}/{candidate}")
-                return
-            os.unlink(tmp)
-            return
-        raise _names_taken(msg_id)
+    def _publish(self, tmp: str, name: str, new_dir: str, envelope: Envelope) -> None:
+        """Move ``tmp`` into ``new_dir`` under its name or, if a file already has that name
+        there, under a fresh one: the move never replaces a file, where a plain rename would
+        silently drop the message already there. No ``new_dir`` is ``UnknownRecipient``."""
+        try:
+            for attempt in range(_NAME_ATTEMPTS):
+                if attempt:
+                    log.warning(
+                        "maildir name %s is taken in %s; retrying with a new one", name, new_dir
+                    )
+                    name = self._next_name(envelope.id)
+                if self._move_into(tmp, f"{new_dir}/{name}"):
+                    return
+        except FileNotFoundError:  # no ``new/``: not a (complete) inbox
+            if os.path.isdir(new_dir):
+                raise
+            raise UnknownRecipient(envelope.to, self.agents()) from None
+        raise _names_taken(envelope.id)
+
+    @staticmethod
+    def _move_into(tmp: str, target: str) -> bool:
+        """Move ``tmp`` to ``target`` unless a file has that name (False, nothing changed): a
+        link, which never replaces a file, then an unlink. File systems without hard links fall
+        back to a rename."""
+        try:
+            os.link(tmp, target)
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            if exc.errno not in _NO_LINK:
+                raise
+            os.rename(tmp, target)
+            return True
+        os.unlink(tmp)
+        return True
+
+    def _sync_dir(self, path: str) -> None:
+        dir_fd = os.open(path, _DIRECTORY)
+        try:
+            self._fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+        self._step("dir_synced")
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -347,6 +462,8 @@ class Maildir:
         of files unless the first message alone is larger (it is then returned alone).
         Duplicates by id are not returned (one already in ``cur`` is acked away); a file that
         is not a valid envelope is moved to ``bad/``."""
+        from mailboxes.messages import parse_envelope
+
         box = self._require(agent)
         new_dir = box / "new"
         batch: list[Envelope] = []
@@ -446,6 +563,8 @@ class Maildir:
     def history(self, agent: str) -> list[Envelope]:
         """Every message in ``new`` and ``cur`` (``MailArchive``), oldest first by file name;
         a file that is not a valid envelope is ``BadMessage``."""
+        from mailboxes.messages import parse_envelope
+
         box = self._require(agent)
         names = [(n, sub) for sub in ("new", "cur") for n in os.listdir(box / sub)]
         found = []

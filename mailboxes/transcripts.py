@@ -10,7 +10,7 @@ import os
 import re
 from pathlib import Path
 
-from mailboxes.messages import check_agent_name
+from mailboxes.names import check_agent_name
 
 __all__ = ["FileTranscripts", "check_job_id"]
 

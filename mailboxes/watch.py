@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Literal
 
-from mailboxes.messages import check_agent_name
+from mailboxes.names import check_agent_name
 from mailboxes.ports import Hint, InboxChanged, JournalAdvanced, OnHints, Tick
 
 __all__ = ["FileWatcher", "HintWatcher", "hints_for"]

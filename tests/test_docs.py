@@ -200,7 +200,7 @@ def test_path_and_module_extractors() -> None:
 
 
 def test_pairs_name_definitions() -> None:
-    good = "`actors/board/board.py` `Board.execute` and `mailboxes/events.py` `PAYLOADS`"
+    good = "`actors/board/board.py` `Board.execute` and `mailboxes/payloads.py` `PAYLOADS`"
     assert pair_problems(good) == []
     bad = "`actors/board/board.py` `Board.nope` and `actors/nope.py` `x`"
     assert pair_problems(bad) == [

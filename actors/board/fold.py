@@ -24,8 +24,8 @@ from __future__ import annotations
 import gc
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from types import MappingProxyType
-from typing import Any, TypeVar
+from types import MappingProxyType, SimpleNamespace
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from actors.board.state import (
     NO_USAGE,
@@ -40,29 +40,30 @@ from actors.board.state import (
     task_number,
 )
 from actors.errors import TeamError
-from mailboxes.events import (
-    Event,
-    MemberSpawned,
-    MemberStatusChanged,
-    MemberStopped,
-    PlanRequested,
-    PlanReviewed,
-    PlanSubmitted,
-    TaskClaimed,
-    TaskCompleted,
-    TaskCreated,
-    TaskDeleted,
-    TaskReleased,
-    TaskUpdated,
-    TaskVerified,
-    TeamCreated,
-    UsageRecorded,
-    WorktreeBound,
-    WorktreeCreated,
-    WorktreeMerged,
-    WorktreeRemoved,
-    payload,
-)
+from mailboxes.events import Event, payload
+
+if TYPE_CHECKING:
+    from mailboxes.events import (
+        MemberSpawned,
+        MemberStatusChanged,
+        MemberStopped,
+        PlanRequested,
+        PlanReviewed,
+        PlanSubmitted,
+        TaskClaimed,
+        TaskCompleted,
+        TaskCreated,
+        TaskDeleted,
+        TaskReleased,
+        TaskUpdated,
+        TaskVerified,
+        TeamCreated,
+        UsageRecorded,
+        WorktreeBound,
+        WorktreeCreated,
+        WorktreeMerged,
+        WorktreeRemoved,
+    )
 
 _TASK_FIELD = {name: i for i, name in enumerate(Task._fields)}
 _UPDATED_AT = _TASK_FIELD["updated_at"]
@@ -89,12 +90,45 @@ _M_REASON = _MEMBER_FIELD["reason"]
 _NO_PLAN = TaskPlan()
 _PLAN_REQUIRED = TaskPlan(required=True, status="required")
 
-_CREATED_KEYS = frozenset(TaskCreated.model_fields)
-_CLAIMED_KEYS = frozenset(TaskClaimed.model_fields)
-_RELEASED_KEYS = frozenset(TaskReleased.model_fields)
-_COMPLETED_KEYS = frozenset(TaskCompleted.model_fields)
-_USAGE_KEYS = frozenset(UsageRecorded.model_fields)
-_STATUS_KEYS = frozenset(MemberStatusChanged.model_fields)
+# The current version and fields of each payload read on a fast path, spelled out so that
+# folding needs no payload model (no pydantic import): tests/actors/board/test_fold_fast_path.py
+# checks them against the models in mailboxes/payloads.py.
+_CREATED_V = 2
+_CREATED_KEYS = frozenset(
+    (
+        "task_id",
+        "subject",
+        "description",
+        "blocked_by",
+        "metadata",
+        "plan_required",
+        "role",
+        "verify",
+    )
+)
+_CLAIMED_V = 1
+_CLAIMED_KEYS = frozenset(("task_id", "owner", "epoch", "human"))
+_RELEASED_V = 2
+_RELEASED_KEYS = frozenset(("task_id", "owner", "epoch", "reason", "forced_by"))
+_COMPLETED_V = 3
+_COMPLETED_KEYS = frozenset(
+    ("task_id", "owner", "epoch", "summary", "unblocked", "forced_by", "commit", "remote")
+)
+_USAGE_V = 1
+_USAGE_KEYS = frozenset(
+    (
+        "agent",
+        "model",
+        "task_id",
+        "input_tokens",
+        "output_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+        "cost_usd",
+    )
+)
+_STATUS_V = 1
+_STATUS_KEYS = frozenset(("name", "status", "reason"))
 _NO_META: dict[str, Any] = {}  # never mutated
 _NO_METADATA: Mapping[str, Any] = MappingProxyType(_NO_META)
 _FLOAT_MAX = sys.float_info.max
@@ -131,7 +165,7 @@ _Created = tuple[str, str, str, tuple[str, ...], dict[str, Any], bool, str | Non
 
 def _created_args(event: Event) -> _Created | None:
     d = event.data
-    if event.v != TaskCreated.VERSION or not d.keys() <= _CREATED_KEYS:
+    if event.v != _CREATED_V or not d.keys() <= _CREATED_KEYS:
         return None
     tid, subject, description = d.get("task_id"), d.get("subject"), d.get("description", "")
     blocked, meta = d.get("blocked_by", ()), d.get("metadata", _NO_META)
@@ -153,7 +187,7 @@ def _created_args(event: Event) -> _Created | None:
 
 def _claim_args(event: Event) -> tuple[str, str, int, bool] | None:
     d = event.data
-    if event.v != TaskClaimed.VERSION or not d.keys() <= _CLAIMED_KEYS:
+    if event.v != _CLAIMED_V or not d.keys() <= _CLAIMED_KEYS:
         return None
     tid, owner, epoch, human = (
         d.get("task_id"),
@@ -173,7 +207,7 @@ def _claim_args(event: Event) -> tuple[str, str, int, bool] | None:
 
 def _release_args(event: Event) -> str | None:
     d = event.data
-    if event.v != TaskReleased.VERSION or not d.keys() <= _RELEASED_KEYS:
+    if event.v != _RELEASED_V or not d.keys() <= _RELEASED_KEYS:
         return None
     tid = d.get("task_id")
     if (
@@ -189,7 +223,7 @@ def _release_args(event: Event) -> str | None:
 
 def _complete_args(event: Event) -> tuple[str, str, str, str | None, str | None] | None:
     d = event.data
-    if event.v != TaskCompleted.VERSION or not d.keys() <= _COMPLETED_KEYS:
+    if event.v != _COMPLETED_V or not d.keys() <= _COMPLETED_KEYS:
         return None
     tid, owner, summary = d.get("task_id"), d.get("owner"), d.get("summary", "")
     commit, remote = d.get("commit"), d.get("remote")
@@ -212,7 +246,7 @@ _Usage = tuple[str, str | None, int, int, int, int, float | None]
 
 def _usage_args(event: Event) -> _Usage | None:
     d = event.data
-    if event.v != UsageRecorded.VERSION or not d.keys() <= _USAGE_KEYS:
+    if event.v != _USAGE_V or not d.keys() <= _USAGE_KEYS:
         return None
     agent, tid, cost = d.get("agent"), d.get("task_id"), d.get("cost_usd")
     inp, out = d.get("input_tokens", 0), d.get("output_tokens", 0)
@@ -230,12 +264,169 @@ def _usage_args(event: Event) -> _Usage | None:
 
 def _status_args(event: Event) -> tuple[str, str, str] | None:
     d = event.data
-    if event.v != MemberStatusChanged.VERSION or not d.keys() <= _STATUS_KEYS:
+    if event.v != _STATUS_V or not d.keys() <= _STATUS_KEYS:
         return None
     name, status, reason = d.get("name"), d.get("status"), d.get("reason", "")
     if type(name) is not str or type(status) is not str or type(reason) is not str:
         return None
     return name, status, reason
+
+
+# The other event types the fold reads, as (version, fields): each field's name, a check that
+# returns the value the payload model would hold (or ``_BAD``) for an exact JSON value, and its
+# default (``_REQUIRED``: none). Data of exactly such a shape becomes a plain namespace with the
+# payload's attribute values; anything else goes through ``payload``.
+
+_BAD: Any = object()
+_REQUIRED: Any = object()
+
+
+def _str(value: object) -> object:
+    return value if type(value) is str else _BAD
+
+
+def _opt_str(value: object) -> object:
+    return value if value is None or type(value) is str else _BAD
+
+
+def _int(value: object) -> object:
+    return value if type(value) is int else _BAD
+
+
+def _opt_int(value: object) -> object:
+    return value if value is None or type(value) is int else _BAD
+
+
+def _bool(value: object) -> object:
+    return value if type(value) is bool else _BAD
+
+
+def _str_tuple(value: object) -> object:
+    return tuple(value) if _strings(value) else _BAD  # type: ignore[arg-type]
+
+
+def _opt_str_tuple(value: object) -> object:
+    return None if value is None else _str_tuple(value)
+
+
+def _opt_object(value: object) -> object:
+    if value is None:
+        return None
+    return value if type(value) is dict else _BAD  # JSON object keys are strings
+
+
+def _one_of(*allowed: str) -> Callable[[object], object]:
+    def check(value: object) -> object:
+        return value if type(value) is str and value in allowed else _BAD
+
+    return check
+
+
+_Shape = tuple[int, frozenset[str], tuple[tuple[str, Callable[[object], object], Any], ...]]
+
+
+def _shape(version: int, *fields: tuple[str, Callable[[object], object], Any]) -> _Shape:
+    return version, frozenset(name for name, _, _ in fields), fields
+
+
+_SHAPES: dict[str, _Shape] = {
+    "team.created": _shape(1, ("name", _str, _REQUIRED)),
+    "member.spawned": _shape(
+        2,
+        ("name", _str, _REQUIRED),
+        ("role", _str, _REQUIRED),
+        ("model", _opt_str, None),
+        ("kind", _one_of("agent", "human"), "agent"),
+        ("prompt", _str, ""),
+        ("plan_required", _bool, False),
+        ("tools", _opt_str_tuple, None),
+    ),
+    "member.stopped": _shape(1, ("name", _str, _REQUIRED), ("reason", _str, "")),
+    "task.updated": _shape(
+        1,
+        ("task_id", _str, _REQUIRED),
+        ("subject", _opt_str, None),
+        ("description", _opt_str, None),
+        ("add_blocked_by", _str_tuple, ()),
+        ("remove_blocked_by", _str_tuple, ()),
+        ("metadata", _opt_object, None),
+    ),
+    "task.deleted": _shape(1, ("task_id", _str, _REQUIRED), ("force", _bool, False)),
+    "task.verified": _shape(
+        1,
+        ("task_id", _str, _REQUIRED),
+        ("command", _str, _REQUIRED),
+        ("stage", _one_of("complete", "merge"), _REQUIRED),
+        ("passed", _bool, _REQUIRED),
+        ("exit_code", _opt_int, None),
+        ("timed_out", _bool, False),
+        ("output", _str, ""),
+        ("worktree", _opt_str, None),
+        ("commit", _opt_str, None),
+    ),
+    "plan.requested": _shape(
+        1,
+        ("task_id", _str, _REQUIRED),
+        ("request_id", _str, _REQUIRED),
+        ("teammate", _str, _REQUIRED),
+        ("epoch", _int, _REQUIRED),
+    ),
+    "plan.submitted": _shape(
+        1,
+        ("task_id", _str, _REQUIRED),
+        ("request_id", _str, _REQUIRED),
+        ("owner", _str, _REQUIRED),
+        ("epoch", _int, _REQUIRED),
+        ("plan", _str, _REQUIRED),
+    ),
+    "plan.reviewed": _shape(
+        1,
+        ("task_id", _str, _REQUIRED),
+        ("request_id", _str, _REQUIRED),
+        ("approve", _bool, _REQUIRED),
+        ("feedback", _str, ""),
+        ("reviewer", _str, _REQUIRED),
+    ),
+    "worktree.created": _shape(
+        1,
+        ("name", _str, _REQUIRED),
+        ("branch", _str, _REQUIRED),
+        ("base", _str, _REQUIRED),
+        ("path", _str, _REQUIRED),
+    ),
+    "worktree.bound": _shape(1, ("name", _str, _REQUIRED), ("task_id", _str, _REQUIRED)),
+    "worktree.removed": _shape(1, ("name", _str, _REQUIRED), ("branch_deleted", _bool, False)),
+    "worktree.merged": _shape(
+        1,
+        ("name", _str, _REQUIRED),
+        ("into", _str, _REQUIRED),
+        ("commit", _str, _REQUIRED),
+        ("squash", _bool, False),
+    ),
+}
+
+
+def _plain_body(event: Event) -> SimpleNamespace | None:
+    """The payload of an event of ``_SHAPES`` as a namespace, or None (``payload`` decides)."""
+    shape = _SHAPES.get(event.type)
+    if shape is None:
+        return None
+    version, keys, fields = shape
+    d = event.data
+    if event.v != version or not d.keys() <= keys:
+        return None
+    values: dict[str, Any] = {}
+    for name, check, default in fields:
+        if name in d:
+            value = check(d[name])
+            if value is _BAD:
+                return None
+        elif default is _REQUIRED:
+            return None
+        else:
+            value = default
+        values[name] = value
+    return SimpleNamespace(**values)
 
 
 K = TypeVar("K")
@@ -381,7 +572,8 @@ class _Builder:
                 return self._status_changed(event, *status)
         handler = _HANDLERS.get(kind)
         if handler is not None:
-            handler(self, event, payload(event))
+            body = _plain_body(event)
+            handler(self, event, payload(event) if body is None else body)
 
     # --- helpers -------------------------------------------------------------------------------
 

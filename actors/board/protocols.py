@@ -19,26 +19,18 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from actors.board.board import Board
 from actors.board.rules import fence
 from actors.board.state import PlanRequest, Task, TeamState
 from actors.errors import StaleEpoch, TeamError, UnknownMember
-from mailboxes.events import (
-    Event,
-    EventDraft,
-    PermissionDecided,
-    PermissionRequested,
-    PlanRequested,
-    PlanReviewed,
-    PlanSubmitted,
-    ShutdownAcknowledged,
-    draft,
-    payload,
-)
+from mailboxes.events import Event, EventDraft, draft, payload
 from mailboxes.ports import EventStore
 from teamctl_base.clock import new_id
+
+if TYPE_CHECKING:
+    from mailboxes.payloads import PermissionRequested
 
 __all__ = [
     "PermissionAnswer",
@@ -99,6 +91,8 @@ def request_plan(board: Board, teammate: str, tid: str, *, by: str) -> PlanReque
             raise ProtocolError(f"the plan for {tid} is already approved for this claim")
         rid = new_plan_id(tid, task.epoch)
         made.append(rid)
+        from mailboxes.payloads import PlanRequested
+
         body = PlanRequested(task_id=tid, request_id=rid, teammate=teammate, epoch=task.epoch)
         return (draft(body.TYPE, by, body, _plan_op("requested", rid)),)
 
@@ -129,6 +123,8 @@ def submit_plan(board: Board, owner: str, plan: str, *, epoch: int | None = None
         reuse = current and task.plan.status == "requested" and task.plan.request_id
         rid = str(task.plan.request_id) if reuse else new_plan_id(task.id, task.epoch)
         made.append(rid)
+        from mailboxes.payloads import PlanSubmitted
+
         body = PlanSubmitted(
             task_id=task.id, request_id=rid, owner=owner, epoch=task.epoch, plan=plan
         )
@@ -180,6 +176,8 @@ def review_plan(
             raise ProtocolError(f"{reviewer} cannot review its own plan")
         fence(st, req.task_id, req.teammate, req.epoch)
         found.append(req)
+        from mailboxes.payloads import PlanReviewed
+
         body = PlanReviewed(
             task_id=req.task_id,
             request_id=request_id,
@@ -203,6 +201,8 @@ def acknowledge_shutdown(board: Board, name: str, request_id: str, *, approve: b
     def decision(st: TeamState) -> Sequence[EventDraft]:
         if name not in st.members:
             raise UnknownMember(name)
+        from mailboxes.payloads import ShutdownAcknowledged
+
         body = ShutdownAcknowledged(name=name, request_id=request_id, approve=approve)
         return (draft(body.TYPE, name, body, f"shutdown.acknowledged:{request_id}"),)
 
@@ -241,6 +241,8 @@ def request_permission(
     """Journal ``permission.requested`` (idempotent per ``request_id``)."""
 
     def decision(st: TeamState) -> Sequence[EventDraft]:
+        from mailboxes.payloads import PermissionRequested
+
         body = PermissionRequested(
             request_id=request_id, agent=agent, tool=tool, input=dict(tool_input), reason=reason
         )
@@ -253,6 +255,8 @@ def decide_permission(
     board: Board, request_id: str, allow: bool, *, by: str, reason: str = ""
 ) -> PermissionAnswer:
     """Journal ``permission.decided``; the first decision wins. Unknown request → error."""
+    from mailboxes.payloads import PermissionDecided
+
     verdict: Verdict = "allow" if allow else "deny"
     before: list[int] = []
 
@@ -296,6 +300,8 @@ def pending_permissions(
     store: EventStore, state: TeamState | None = None
 ) -> list[PermissionRequested]:
     """Permission requests in the journal with no decision yet, oldest first."""
+    from mailboxes.payloads import PermissionRequested
+
     out = []
     for event in open_permission_events(store, state):
         body = payload(event)

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from actors.cli.common import echo_json, json_option, show, table, team_session
+from actors.cli.common import Lines, echo_json, json_option, show, team_session, text_table
 
 HUMAN = "user"
 _as_option = click.option(
@@ -46,12 +46,10 @@ def plans(as_json: bool) -> None:
     if not rows:
         click.echo("no plans waiting")
         return
-    from actors.live.text import plain
-
     # A reviewer reads the whole plan: escaped, line breaks kept, never cut.
-    grid = table(None, ("request", "status", "teammate", "task", "plan"), max_cell=None)
+    grid = text_table(None, ("request", "status", "teammate", "task", "plan"), max_cell=None)
     for row in rows:
-        plan = plain(row["plan"] or "(not submitted yet)", multiline=True)
+        plan = Lines(row["plan"] or "(not submitted yet)")
         grid.add_row(
             str(row["request_id"]),
             str(row["status"]),
@@ -79,7 +77,7 @@ def permissions(as_json: bool) -> None:
         click.echo("no permission requests waiting")
         return
     # Whole targets, escaped: a command cut short could hide what is being approved.
-    grid = table(None, ("request", "agent", "tool", "target", "reason"), max_cell=None)
+    grid = text_table(None, ("request", "agent", "tool", "target", "reason"), max_cell=None)
     for p in pending:
         target = p.input.get("target") or ", ".join(p.input.get("paths") or ()) or "-"
         grid.add_row(p.request_id, p.agent, p.tool, str(target), p.reason or "-")

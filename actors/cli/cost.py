@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from actors.cli.common import echo_json, json_option, show, table, team_session
+from actors.cli.common import echo_json, json_option, show, team_session, text_table
 
 if TYPE_CHECKING:
     from actors.board.state import TeamState
@@ -69,12 +69,12 @@ def cost(as_json: bool) -> None:
     if as_json:
         echo_json(report)
         return
-    grid = table("by agent", ("name", *_COLUMNS))
+    grid = text_table("by agent", ("name", *_COLUMNS))
     for row in report["agents"]:
         grid.add_row(row["name"], *_cells(row))
     grid.add_row("total", *_cells(report["total"]))
     show(grid)
-    grid = table("by task", ("id", "subject", *_COLUMNS))
+    grid = text_table("by task", ("id", "subject", *_COLUMNS))
     for row in report["tasks"]:
         grid.add_row(row["id"], row["subject"], *_cells(row))
     grid.add_row("-", "(no task: the lead, between tasks)", *_cells(report["no_task"]))

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from actors.cli.common import echo_json, echo_json_line, json_option, show, table, team_session
+from actors.cli.common import echo_json, echo_json_line, json_option, show, team_session, text_table
 from teamctl_base.text import one_line, safe
 
 if TYPE_CHECKING:
@@ -63,7 +63,9 @@ def events(follow: bool, since: int, as_json: bool) -> None:
             for event in batch:
                 click.echo(_line(event))
         elif batch:
-            grid = table(None, ("seq", "time", "actor", "type", "data"), max_cell=SUMMARY_CHARS)
+            grid = text_table(
+                None, ("seq", "time", "actor", "type", "data"), max_cell=SUMMARY_CHARS
+            )
             for event in batch:
                 grid.add_row(
                     str(event.seq), _stamp(event.ts), event.actor, event.type, _summary(event)

@@ -14,20 +14,46 @@ an ``OSError``) becomes one line on stderr and exit code 1; usage errors exit 2 
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
 import click
 
-from actors.cli import approvals, cost, journal, messages, settings_cmd, tasks, team, worktree
-from actors.cli.ask import ask_command
-from actors.cli.demo import COMMANDS as DEMO_COMMANDS
-from actors.cli.mcp import mcp_group
-from actors.cli.ops import COMMANDS as OPS_COMMANDS
-from actors.cli.run import COMMANDS as RUN_COMMANDS
-from actors.cli.scenario import COMMANDS as SCENARIO_COMMANDS
-from actors.cli.watch import COMMANDS as WATCH_COMMANDS
-from actors.cli.web import COMMANDS as WEB_COMMANDS
-from actors.cli.workflow import COMMANDS as WORKFLOW_COMMANDS
+COMMAND_MODULES: dict[str, tuple[str, str]] = {
+    "init": ("team", "init"),
+    "status": ("team", "status"),
+    "doctor": ("team", "doctor"),
+    "tasks": ("tasks", "tasks"),
+    "task": ("tasks", "task"),
+    "send": ("messages", "send"),
+    "inbox": ("messages", "inbox"),
+    "events": ("journal", "events"),
+    "replay": ("journal", "replay"),
+    "journal": ("journal", "journal"),
+    "plans": ("approvals", "plans"),
+    "permissions": ("approvals", "permissions"),
+    "approve": ("approvals", "approve"),
+    "reject": ("approvals", "reject"),
+    "settings": ("settings_cmd", "settings_command"),
+    "cost": ("cost", "cost"),
+    "jobs": ("ops", "jobs_command"),
+    "cron": ("ops", "cron_group"),
+    "run": ("run", "run_command"),
+    "resume": ("run", "resume_command"),
+    "join": ("run", "join_command"),
+    "stop": ("run", "stop_command"),
+    "ask": ("ask", "ask_command"),
+    "mcp": ("mcp", "mcp_group"),
+    "worktree": ("worktree", "worktree"),
+    "watch": ("watch", "watch"),
+    "scenario": ("scenario", "scenario_group"),
+    "demo": ("demo", "demo"),
+    "workflow": ("workflow", "workflow_group"),
+    "web": ("web", "web"),
+}
+"""Every top-level command: its module in ``actors/cli/`` and the attribute holding it. A
+command's module is imported when the command runs (``--help`` imports them all to list them),
+so ``teamctl tasks`` loads none of the other command modules."""
 
 
 def _domain_errors() -> tuple[type[BaseException], ...]:
@@ -60,10 +86,14 @@ class _StderrWarnings(logging.Handler):
         click.echo(f"warning: {record.getMessage()}", err=True)
 
 
+OUR_PACKAGES = ("actors", "harness", "mailboxes", "teamctl_base")
+"""teamctl's top-level packages (names of packages, not of folders of the file store)."""
+
+
 def _install_warnings(ctx: click.Context, debug: bool) -> None:
     """Route library warnings to stderr for this command only (removed when it ends)."""
     handler = _StderrWarnings(level=logging.DEBUG if debug else logging.WARNING)
-    for name in ("actors", "mailboxes", "harness"):
+    for name in OUR_PACKAGES:
         log = logging.getLogger(name)
         level = log.level
         log.addHandler(handler)
@@ -126,6 +156,19 @@ class TeamGroup(click.Group):
             show_click_error(exc)
             raise click.exceptions.Exit(exc.exit_code) from None
 
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *COMMAND_MODULES})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
+            import importlib
+
+            module, attr = COMMAND_MODULES[cmd_name]
+            command = getattr(importlib.import_module(f"actors.cli.{module}"), attr)
+            assert isinstance(command, click.Command), cmd_name
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -159,41 +202,13 @@ def cli(ctx: click.Context, debug: bool) -> None:
     _install_warnings(ctx, debug)
 
 
-for _command in (
-    *team.COMMANDS,
-    *tasks.COMMANDS,
-    *messages.COMMANDS,
-    *journal.COMMANDS,
-    *approvals.COMMANDS,
-    *settings_cmd.COMMANDS,
-    *cost.COMMANDS,
-):
-    cli.add_command(_command)
-for _command in OPS_COMMANDS:
-    cli.add_command(_command)
-for _command in RUN_COMMANDS:
-    cli.add_command(_command)
-cli.add_command(ask_command)
-cli.add_command(mcp_group)
-cli.add_command(worktree.worktree)
-for _command in WATCH_COMMANDS:
-    cli.add_command(_command)
-for _command in SCENARIO_COMMANDS:
-    cli.add_command(_command)
-for _command in DEMO_COMMANDS:
-    cli.add_command(_command)
-for _command in WORKFLOW_COMMANDS:
-    cli.add_command(_command)
-for _command in WEB_COMMANDS:
-    cli.add_command(_command)
-
-
 def main() -> None:
     """Console-script entry point."""
     try:
         cli()
     except SystemExit as done:
-        from actors.cli.run import leave_now
+        if "actors.cli.run" in sys.modules:  # only a team run (its module) has anything to do
+            from actors.cli.run import leave_now
 
-        leave_now(done)  # a team run that stopped exits at once (no interpreter teardown)
+            leave_now(done)  # a team run that stopped exits at once (no interpreter teardown)
         raise

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from actors.cli.common import echo_json, json_option, show, table, team_session
+from actors.cli.common import Lines, echo_json, json_option, show, team_session, text_table
 from teamctl_base.text import safe
 
 if TYPE_CHECKING:
@@ -78,12 +78,10 @@ def inbox(
     if not messages:
         click.echo(f"no unread messages for {safe(agent)}")
         return
-    from actors.live.text import plain
-
-    grid = table(f"inbox of {agent}", ("time", "from", "type", "text", "id"))
+    grid = text_table(f"inbox of {agent}", ("time", "from", "type", "text", "id"))
     for m in messages:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(m.ts))
-        text = plain(_text(m), multiline=True) if full else _text(m)
+        text = Lines(_text(m)) if full else _text(m)
         grid.add_row(stamp, m.sender, m.type, text, m.id)
     show(grid)
     if ack:

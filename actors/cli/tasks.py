@@ -11,7 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from actors.cli.common import echo_json, json_option, show, table, team_session, warn
+from actors.cli.common import (
+    Lines,
+    echo_json,
+    json_option,
+    show,
+    team_session,
+    text_table,
+    warn,
+)
 from teamctl_base.text import CELL_CHARS, one_line
 
 if TYPE_CHECKING:
@@ -100,7 +108,7 @@ def tasks(
         return
     verified = any(t.verify is not None for t in rows)  # the column only when a task has one
     columns = ("id", "status", "subject", "owner", "blocked by", "worktree")
-    grid = table(
+    grid = text_table(
         None, columns + (("verify",) if verified else ()), max_cell=None if full else CELL_CHARS
     )
     for t in rows:
@@ -208,19 +216,17 @@ def task_show(task_id: str, as_json: bool) -> None:
     """Show one task."""
     with team_session(read_only=True) as team:
         state = team.state()
-    from actors.live.text import plain
-
     found = state.task(task_id)
     data = task_json(found, state)
     if as_json:
         echo_json(data)
         return
     # Whole texts, escaped; the description and summary keep their line breaks.
-    grid = table(f"{found.id}: {found.subject}", ("field", "value"), max_cell=None)
+    grid = text_table(f"{found.id}: {found.subject}", ("field", "value"), max_cell=None)
     for key, value in data.items():
         if key in ("id", "subject", "seq"):
             continue
-        grid.add_row(key.replace("_", " "), plain(_cell(key, value), multiline=True))
+        grid.add_row(key.replace("_", " "), Lines(_cell(key, value)))
     show(grid)
 
 

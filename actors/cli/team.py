@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from actors.cli.common import echo_json, json_option, show, table, team_session
+from actors.cli.common import echo_json, json_option, show, team_session, text_table
 
 if TYPE_CHECKING:
     from actors.board.state import TeamState
@@ -48,16 +48,98 @@ def init(name: str | None, backend: str | None, import_from: Path | None) -> Non
         click.echo(f"team {report.name!r} already initialised in {where}")
     for line in report.created:
         click.echo(f"  created {line}")
+    if report.backend == "file":  # remembered clean, so the first `status` needs no check
+        problem = _settings_problem(report.repo.settings_path)
+        if problem:
+            click.echo(f"warning: {problem}", err=True)
+
+
+SETTINGS_CHECKED = "settings.ok"
+"""In ``.team/``: what the last clean settings check of ``status`` depended on (docs/
+ARCHITECTURE.md, "Start-up and benchmarks")."""
+
+_SETTINGS_ENV_PREFIXES = ("TEAMCTL_", "CLAUDE_")
+
+
+def _stat(path: str) -> list[int] | None:
+    import os
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_size, st.st_ino]
+
+
+def _fingerprint(settings: list[str], code: list[str]) -> str:
+    """A hash of what a settings check depends on: the settings files of every scope (present
+    or not), the modules that checked them, and the environment that picks the files."""
+    import hashlib
+    import json
+    import os
+
+    env = sorted(
+        (k, v) for k, v in os.environ.items() if k == "HOME" or k.startswith(_SETTINGS_ENV_PREFIXES)
+    )
+    seen = [env, [(p, _stat(p)) for p in settings], [(p, _stat(p)) for p in code]]
+    return hashlib.sha256(json.dumps(seen).encode("utf-8")).hexdigest()
 
 
 def _settings_problem(path: Path) -> str | None:
-    from actors.settings import SettingsError, load_settings
+    """What is wrong with the team's merged settings (None: nothing). A clean check is
+    remembered in ``.team/settings.ok`` with what it depended on, so that ``status`` loads the
+    settings models (pydantic) again only when a settings file, the environment choosing them or
+    teamctl itself changed."""
+    import json
 
+    record = path.parent / SETTINGS_CHECKED
+    try:
+        known = json.loads(record.read_bytes())
+        if known["fingerprint"] == _fingerprint(known["settings"], known["code"]):
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    import os
+    import sys
+
+    from actors.settings import SettingsError, load_settings
+    from harness.settings import settings_files
+
+    root = path.parent.parent if path.parent.name == ".team" else None
+    files = [str(f.path) for f in settings_files(root, path, os.environ)]
+    before = [_stat(p) for p in files]
     try:
         load_settings(path)
     except SettingsError as exc:
         return str(exc)
+    from actors.cli.main import OUR_PACKAGES as ours
+
+    code = sorted(  # our modules, and pydantic's version (another pydantic may judge otherwise)
+        str(module.__file__)
+        for name, module in list(sys.modules.items())
+        if (name.split(".")[0] in ours or name in ("pydantic.version", "pydantic_core"))
+        and getattr(module, "__file__", None)
+    )
+    if [_stat(p) for p in files] == before:  # not changed while it was checked
+        fingerprint = _fingerprint(files, code)
+        _remember(record, {"settings": files, "code": code, "fingerprint": fingerprint})
     return None
+
+
+def _remember(record: Path, value: dict[str, Any]) -> None:
+    """Write ``record`` whole (a temporary file renamed over it); a failure only costs the next
+    ``status`` a full check."""
+    import contextlib
+    import json
+    import os
+
+    tmp = record.with_name(f".{record.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(value), encoding="utf-8")
+        os.replace(tmp, record)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 def _pending(team: Team, state: TeamState) -> list[dict[str, Any]]:
@@ -166,7 +248,7 @@ def status(as_json: bool) -> None:
         "(`teamctl cost` by agent and task)"
     )
     if members:
-        grid = table("members", ("name", "kind", "role", "status", "tokens", "cost"))
+        grid = text_table("members", ("name", "kind", "role", "status", "tokens", "cost"))
         for m in members:
             tokens, cost = f"{m['tokens']:,}", f"${m['cost_usd']:.4f}"
             grid.add_row(m["name"], m["kind"], m["role"] or "-", m["status"], tokens, cost)
@@ -174,12 +256,12 @@ def status(as_json: bool) -> None:
     else:
         click.echo("members: none yet")
     if pending:
-        grid = table("waiting for an answer", ("request", "who", "what", "waiting"))
+        grid = text_table("waiting for an answer", ("request", "who", "what", "waiting"))
         for row in pending:
             grid.add_row(row["request_id"], str(row["who"]), row["what"], _age(row["waiting_s"]))
         show(grid)
         click.echo("answer with `teamctl approve ID` or `teamctl reject ID --feedback TEXT`")
-    grid = table("inboxes", ("agent", "unread"))
+    grid = text_table("inboxes", ("agent", "unread"))
     for agent, unread in inboxes.items():
         grid.add_row(agent, str(unread))
     show(grid)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -84,6 +86,23 @@ def test_bad_agent_names_refused(box: Maildir, name: str) -> None:
         box.pending(name)
     with pytest.raises(InvalidAgentName):
         box.deliver(name, MessageDraft.text("bob", "hi"))
+
+
+def test_names_are_checked_on_every_delivery_even_after_good_ones(box: Maildir) -> None:
+    """A Maildir remembers the names it has checked (and their folders): only good ones."""
+    for _ in range(2):
+        _send(box, "bob", "hi", sender="lead")
+        for bad in ("../evil", ".x"):
+            with pytest.raises(InvalidAgentName):
+                box.deliver(bad, MessageDraft.text("bob", "hi"))
+            with pytest.raises(InvalidAgentName):
+                box.deliver_keyed(bad, MessageDraft.text("bob", "hi"), "k1")
+            with pytest.raises(InvalidAgentName):
+                box.deliver_many(
+                    bad, [MessageDraft.text("bob", "1"), MessageDraft.text("bob", "2")]
+                )
+    assert box.counts("bob") == (2, 0)
+    assert not (box.root.parent / "evil").exists()
 
 
 def test_delivery_order_and_envelope(box: Maildir, clock: FakeClock) -> None:
@@ -209,6 +228,64 @@ def test_a_half_made_inbox_is_refused_and_left_clean(box: Maildir) -> None:
     with pytest.raises(UnknownRecipient):
         box.deliver("lead", MessageDraft.text("half", "hi"))
     assert list((box.root / "half" / "new").iterdir()) == []
+
+
+def test_an_inbox_removed_and_made_again_gets_the_next_delivery(box: Maildir) -> None:
+    """Folders are opened by path on every delivery, never kept open: a descriptor kept from
+    before would link into (and fsync) the removed inbox, and the message would be lost."""
+    _send(box, "bob", "before")
+    shutil.rmtree(box.root / "bob")
+    box.ensure_inbox("bob")
+    after = _send(box, "bob", "after")
+    assert [e.id for e in box.pending("bob")] == [after.id]
+    assert _files(box, "bob", "tmp") == []
+
+
+def test_a_short_write_is_completed(box: Maildir, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``os.write`` may write less than asked (a signal): the delivery writes the rest."""
+    real_write = os.write
+
+    def short_write(fd: int, data: bytes) -> int:
+        return real_write(fd, bytes(data[:10]))
+
+    monkeypatch.setattr(os, "write", short_write)
+    sent = _send(box, "bob", "a message much longer than ten bytes")
+    monkeypatch.undo()
+    assert box.pending("bob") == [sent]
+
+
+def test_one_clock_reading_stamps_both_the_envelope_and_its_name(
+    box: Maildir, clock: FakeClock
+) -> None:
+    clock.t = 1234.5678
+    sent = _send(box, "bob", "hi")
+    [name] = _files(box, "bob", "new")
+    assert sent.ts == 1234.5678 and type(sent.ts) is float
+    assert int(name.split(".")[0]) == round(1234.5678 * 1e9)
+    later = _send(box, "bob", "same reading")  # the clock has not moved: ns still grows
+    assert later.ts == 1234.5678
+    assert [int(n.split(".")[0]) for n in _files(box, "bob", "new")] == [
+        round(1234.5678 * 1e9),
+        round(1234.5678 * 1e9) + 1,
+    ]
+
+
+def test_the_system_clock_stamps_integer_nanoseconds(tmp_path: Path) -> None:
+    box = Maildir(tmp_path)
+    box.ensure_inbox("bob")
+    before = time.time_ns()
+    (sent,) = box.deliver("lead", MessageDraft.text("bob", "hi"))
+    after = time.time_ns()
+    [name] = os.listdir(tmp_path / "bob" / "new")
+    ns = int(name.split(".")[0])
+    assert before <= ns <= after and abs(sent.ts - ns / 1e9) < 1e-6
+
+
+@pytest.mark.parametrize("bad", ["a.b", "a/b", ""])
+def test_a_keyed_delivery_under_a_bad_id_writes_nothing(box: Maildir, bad: str) -> None:
+    with pytest.raises(ValueError, match="invalid message id"):
+        box.deliver_keyed("lead", MessageDraft.text("bob", "hi"), bad)
+    assert box.counts("bob") == (0, 0) and _files(box, "bob", "tmp") == []
 
 
 def test_names_keep_send_order_when_the_counter_gains_a_digit(

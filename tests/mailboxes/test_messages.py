@@ -17,6 +17,7 @@ from mailboxes.messages import (
     MessageDraft,
     check_agent_name,
     dump_envelope,
+    envelope_for,
     parse_envelope,
 )
 
@@ -94,9 +95,77 @@ def test_envelope_is_frozen() -> None:
         envelope.to = "eve"  # type: ignore[misc]
 
 
-def test_dump_refuses_non_json_body() -> None:
+def _self_containing() -> list[object]:
+    loop: list[object] = []
+    loop.append(loop)
+    return loop
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{"x": math.inf}, {"x": math.nan}, {"x": object()}, {"x": _self_containing()}],
+    ids=["inf", "nan", "object", "contains-itself"],
+)
+def test_dump_refuses_non_json_body(body: dict[str, object]) -> None:
     with pytest.raises(BadMessage, match="not plain JSON"):
-        dump_envelope(_envelope(body={"x": math.inf}))
+        dump_envelope(_envelope(body=body))
+
+
+@pytest.mark.parametrize("ts", [1.5, 1e16, 1796176256.5019418, 5e-324, 7, -0.0])
+@pytest.mark.parametrize("reply", [None, "b" * 32])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"text": "x" * 200},
+        {"t": 'é\u2028"\\\x00', "n": [1, 2.5, None, True], "z": {"b": 1, "a": 2}},
+    ],
+    ids=["empty", "text", "mixed"],
+)
+def test_dump_writes_exactly_the_canonical_json(
+    ts: float, reply: str | None, body: dict[str, object]
+) -> None:
+    """The delivery path writes the envelope around one encoder call for the body: byte for
+    byte what ``canonical_dumps`` makes of the model's own dump, and parsed back equal."""
+    envelope = _envelope(ts=ts, in_reply_to=reply, body=body, type="task_assigned", to="a.b-c_d")
+    raw = dump_envelope(envelope)
+    assert raw == canonical_dumps(envelope.model_dump(by_alias=True)).encode("utf-8")
+    assert parse_envelope(raw) == envelope
+
+
+@pytest.mark.parametrize("ts", [math.inf, math.nan])
+def test_dump_refuses_a_non_finite_time(ts: float) -> None:
+    with pytest.raises(BadMessage, match="not plain JSON"):
+        dump_envelope(_envelope(ts=ts))
+
+
+@pytest.mark.parametrize("reply", [None, "b" * 32])
+def test_envelope_for_is_the_validated_envelope(reply: str | None) -> None:
+    draft = MessageDraft.text("bob", "hello", type="task_assigned", in_reply_to=reply)
+    made = envelope_for(draft, id="a" * 32, sender="lead", to="bob", ts=7)
+    validated = Envelope(
+        id="a" * 32,
+        sender="lead",
+        to="bob",
+        type="task_assigned",
+        ts=7,
+        in_reply_to=reply,
+        body={"text": "hello"},
+    )
+    assert made == validated and repr(made) == repr(validated)
+    assert made.model_dump() == validated.model_dump()
+    assert made.model_fields_set == validated.model_fields_set
+    assert type(made.ts) is float and made.text == "hello"
+    assert dump_envelope(made) == dump_envelope(validated)
+    assert made.body is not draft.body  # a copy, as validation makes
+    with pytest.raises(ValidationError):
+        made.to = "eve"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("bad", ["", "a/b", "a.b", "x" * 65, "é"])
+def test_envelope_for_refuses_a_bad_id(bad: str) -> None:
+    with pytest.raises(ValueError, match="invalid message id"):
+        envelope_for(MessageDraft.text("bob", "hi"), id=bad, sender="lead", to="bob", ts=1.0)
 
 
 def test_draft_has_no_sender_field() -> None:

@@ -38,9 +38,25 @@ def test_the_system_clock_reads_the_real_time() -> None:
 
 
 def test_ids_are_32_hex_digits_and_unique() -> None:
+    import uuid
+
     ids = [new_id() for _ in range(100)] + [UuidIds().new_id() for _ in range(100)]
     assert all(re.fullmatch(r"[0-9a-f]{32}", i) for i in ids)
     assert len(set(ids)) == len(ids)
+    for i in ids:  # random uuid4s, as uuid.uuid4().hex makes them
+        parsed = uuid.UUID(hex=i)
+        assert (parsed.version, parsed.variant, parsed.hex) == (4, uuid.RFC_4122, i)
+    assert len({i[n] for i in ids for n in (0, 31)}) > 1  # not a constant
+
+
+def test_making_an_id_does_not_import_uuid() -> None:
+    probe = (
+        "import sys\nfrom teamctl_base.clock import new_id\nnew_id()\nprint('uuid' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "False"
 
 
 class _Point(Frozen):

@@ -1,13 +1,18 @@
 """The fold reads the hot events (task creation, claim, release, completion, model usage, member
-status) straight from ``event.data`` (no pydantic validation per event) and gives exactly the
-state the typed-payload path gives, for every shape of data: current ones, older versions, values
-pydantic would coerce, and bad data (refused the same way)."""
+status) straight from ``event.data`` (no pydantic validation per event), and every other event
+type it folds through a plain namespace of the payload's values (``_plain_body``), and gives
+exactly the state the typed-payload path gives, for every shape of data: current ones, older
+versions, values pydantic would coerce, and bad data (refused the same way). Folding canonical
+events imports no pydantic."""
 
 from __future__ import annotations
 
 import gc
 import random
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -26,6 +31,7 @@ FAST_PATHS = (
     "_release_args",
     "_usage_args",
     "_status_args",
+    "_plain_body",
 )
 
 
@@ -343,3 +349,130 @@ def test_a_created_task_and_a_status_change_hold_exactly_their_events_values() -
     )
     assert state.members["w2"] == Member(name="w2", status="active", joined_at=104.0)
     assert state.team_seq == 4
+
+
+def test_the_fast_paths_know_the_current_shape_of_every_payload_they_read() -> None:
+    from mailboxes import payloads
+
+    spelled = {
+        "task.created": (fold_module._CREATED_V, fold_module._CREATED_KEYS),
+        "task.claimed": (fold_module._CLAIMED_V, fold_module._CLAIMED_KEYS),
+        "task.released": (fold_module._RELEASED_V, fold_module._RELEASED_KEYS),
+        "task.completed": (fold_module._COMPLETED_V, fold_module._COMPLETED_KEYS),
+        "usage.recorded": (fold_module._USAGE_V, fold_module._USAGE_KEYS),
+        "member.status_changed": (fold_module._STATUS_V, fold_module._STATUS_KEYS),
+    }
+    for type_, (version, keys, _) in fold_module._SHAPES.items():
+        spelled[type_] = (version, keys)
+    assert set(spelled) == set(fold_module._HANDLERS)  # every folded type has a fast path
+    for type_, (version, keys) in spelled.items():
+        model = payloads.PAYLOADS[type_]
+        assert (version, keys) == (model.VERSION, frozenset(model.model_fields)), type_
+    for type_, (_, _, fields) in fold_module._SHAPES.items():
+        model = payloads.PAYLOADS[type_]
+        for name, _, default in fields:
+            info = model.model_fields[name]
+            if default is fold_module._REQUIRED:
+                assert info.is_required(), (type_, name)
+            else:
+                assert default == info.get_default(call_default_factory=True), (type_, name)
+
+
+OTHER_TYPES: list[ev.Payload] = [
+    ev.TeamCreated(name="crew"),
+    ev.MemberSpawned(
+        name="w3", role="dev", model="m", kind="human", prompt="p", plan_required=True, tools=("x",)
+    ),
+    ev.MemberSpawned(name="w4", role="dev"),
+    ev.TaskCreated(task_id="task_2", subject="two"),
+    ev.TaskUpdated(
+        task_id="task_2",
+        subject="2",
+        description="d",
+        add_blocked_by=("task_1",),
+        metadata={"k": None, "j": [1]},
+    ),
+    ev.TaskUpdated(task_id="task_2", remove_blocked_by=("task_1",)),
+    ev.PlanRequested(task_id="task_1", request_id="r1", teammate="w1", epoch=1),
+    ev.PlanSubmitted(task_id="task_1", request_id="r1", owner="w1", epoch=1, plan="do it"),
+    ev.PlanReviewed(task_id="task_1", request_id="r1", approve=False, reviewer="lead"),
+    ev.TaskVerified(
+        task_id="task_1", command="make", stage="merge", passed=False, exit_code=2, output="o"
+    ),
+    ev.TaskVerified(task_id="task_1", command="make", stage="complete", passed=True),
+    ev.WorktreeCreated(name="wt", branch="b", base="main", path="/p"),
+    ev.WorktreeBound(name="wt", task_id="task_1"),
+    ev.WorktreeMerged(name="wt", into="main", commit="c0ffee", squash=True),
+    ev.WorktreeRemoved(name="wt", branch_deleted=True),
+    ev.MemberStopped(name="w3", reason="done"),
+    ev.TaskDeleted(task_id="task_2", force=True),
+]
+
+
+def test_the_other_folded_types_need_no_payload_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    events = [
+        _typed(1, ev.TaskCreated(task_id="task_1", subject="s")),
+        _typed(2, ev.TaskClaimed(task_id="task_1", owner="w1", epoch=1)),
+    ]
+    events += [_typed(len(events) + 1 + i, body) for i, body in enumerate(OTHER_TYPES)]
+    expected = _slow(EMPTY, events, monkeypatch)
+
+    def refuse(_event: ev.Event) -> ev.Payload:
+        raise AssertionError("payload() called on the fast path")
+
+    monkeypatch.setattr(fold_module, "payload", refuse)
+    state = fold_all(EMPTY, events)
+    assert state == expected and repr(state) == repr(expected)
+    assert state.name == "crew" and state.members["w3"].tools == ("x",)
+    assert state.task("task_2").status == "deleted" and state.worktrees["wt"].removed
+
+
+OTHER_ODD_SHAPES = [
+    ("member.spawned", {"name": "w1", "agent_type": "dev"}, 1),  # v1, upgraded
+    ("member.spawned", {"name": "w1", "role": "dev", "kind": "robot"}, 2),
+    ("member.spawned", {"name": "w1", "role": "dev", "tools": ["a", 1]}, 2),
+    ("member.spawned", {"name": "w1", "role": "dev", "plan_required": 1}, 2),
+    ("member.spawned", {"name": "w1"}, 2),
+    ("team.created", {"name": "x", "extra": 1}, 1),
+    ("team.created", {"name": "x"}, 2),
+    ("task.updated", {"task_id": "task_1", "metadata": [1]}, 1),
+    ("task.updated", {"task_id": "task_1", "add_blocked_by": "task_1"}, 1),
+    ("task.deleted", {"task_id": "task_1", "force": "yes"}, 1),
+    ("task.verified", {"task_id": "task_1", "command": "c", "stage": "later", "passed": True}, 1),
+    ("task.verified", {"task_id": "task_1", "command": "c", "stage": "merge", "passed": 1}, 1),
+    ("plan.requested", {"task_id": "task_1", "request_id": "r", "teammate": "w1", "epoch": "1"}, 1),
+    ("worktree.created", {"name": "wt", "branch": "b", "base": "m"}, 1),
+    ("worktree.merged", {"name": "wt", "into": "m", "commit": "c", "squash": None}, 1),
+]
+
+
+@pytest.mark.parametrize(("type_", "data", "v"), OTHER_ODD_SHAPES)
+def test_odd_shapes_of_the_other_types_fold_or_fail_as_the_typed_payloads_do(
+    type_: str, data: dict[str, Any], v: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    test_odd_shapes_fold_or_fail_exactly_as_the_typed_payloads_do(type_, data, v, monkeypatch)
+
+
+def test_folding_a_journal_of_canonical_events_imports_no_pydantic(tmp_path: Path) -> None:
+    from mailboxes.journal.store import FileJournal
+
+    journal = FileJournal(tmp_path)
+    bodies = [
+        ev.TaskCreated(task_id="task_1", subject="s"),
+        ev.TaskClaimed(task_id="task_1", owner="w1", epoch=1),
+        *OTHER_TYPES,
+    ]
+    drafts = [ev.draft(b.TYPE, "lead", b) for b in bodies]
+    journal.append(lambda _seen: drafts, after=0)
+    journal.close()
+    code = (
+        "import sys\n"
+        "from actors.board.fold import fold_all\n"
+        "from actors.board.state import EMPTY\n"
+        "from mailboxes.journal.store import FileJournal\n"
+        f"state = fold_all(EMPTY, FileJournal({str(tmp_path)!r}).read_from(1))\n"
+        "print(state.seq, sorted(m for m in sys.modules if m.startswith('pydantic')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(len(drafts)), "[]"]
