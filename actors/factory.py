@@ -21,7 +21,7 @@ from actors.backend import on_files
 from actors.board.board import Board, acting_as
 from actors.board.fold import fold_all
 from actors.board.projections import Projections
-from actors.board.snapshot import SNAPSHOT_EVERY
+from actors.board.snapshot import REMOTE_SNAPSHOT_EVERY, SNAPSHOT_EVERY
 from actors.board.state import EMPTY, TeamState
 from actors.errors import TeamError
 from actors.repo import JournalMissing, Repo, find_repo, find_team
@@ -258,7 +258,11 @@ class Team:
                     actor=self.actor,
                     snapshots=self.blobs,
                     # Read-only: start from a snapshot, never write one.
-                    snapshot_every=sys.maxsize if self.read_only else SNAPSHOT_EVERY,
+                    snapshot_every=sys.maxsize
+                    if self.read_only
+                    else SNAPSHOT_EVERY
+                    if isinstance(self.blobs, FileBlobs)
+                    else REMOTE_SNAPSHOT_EVERY,
                 )
             finally:
                 if projections is not None:
