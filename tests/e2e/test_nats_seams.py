@@ -81,7 +81,7 @@ def test_a_snapshot_written_in_one_clone_starts_the_other_clones_board(
 
     a, b = _clones(tmp_path)
     monkeypatch.setenv("TEAMCTL_BACKEND", f"{server.url}/snap")
-    monkeypatch.setattr(actors.factory, "SNAPSHOT_EVERY", 5)
+    monkeypatch.setattr(actors.factory, "REMOTE_SNAPSHOT_EVERY", 5)  # JetStream's interval
     init_team(a)
     init_team(b)
     with open_team(a) as team_a:
