@@ -79,16 +79,12 @@ class EventStore(Protocol):
         after: int,
         on_commit: Callable[[Sequence[Event]], None] | None = None,
         while_queued: Callable[[], None] | None = None,
-        on_written: Callable[[AppendResult], None] | None = None,
     ) -> AppendResult:
         """Catch up from ``after``, ask ``decide`` for drafts, store them durably, then run
         ``on_commit(all events with seq > after)`` while still serialised (projection writes).
         ``while_queued``: a hint, called outside the serialisation while this append waits for
         another writer (e.g. to fold, ahead of ``decide``, what others appended); a store that
-        does not wait that way never calls it. ``on_written(result)``: called once the lines are
-        written and before the wait for their durability, outside the serialisation (so the
-        caller may let its other threads append and share the next fsync); a store with no such
-        wait never calls it."""
+        does not wait that way never calls it."""
         ...
 
     def read_from(self, seq: int) -> Iterator[Event]:

@@ -49,7 +49,7 @@ from actors.errors import CycleError, DuplicateMember, HasDependents, InvalidTra
 from mailboxes.errors import JournalCorrupt, WriteFailed
 from mailboxes.events import Event, EventDraft, draft
 from mailboxes.names import check_agent_name
-from mailboxes.ports import AppendResult, BlobStore, EventStore, Liveness
+from mailboxes.ports import BlobStore, EventStore, Liveness
 from teamctl_base.crashpoints import crash_point
 
 if TYPE_CHECKING:
@@ -101,31 +101,6 @@ def acting_as(agent: str) -> Iterator[None]:
         yield
     finally:
         _ACTING_AS.reset(token)
-
-
-class _Held:
-    """A lock held for a block that may let it go early (and take it again) inside the block."""
-
-    def __init__(self, lock: threading.RLock) -> None:
-        self._lock = lock
-        self.held = False
-
-    def __enter__(self) -> _Held:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-    def acquire(self) -> None:
-        if not self.held:
-            self._lock.acquire()
-            self.held = True
-
-    def release(self) -> None:
-        if self.held:
-            self.held = False
-            self._lock.release()
 
 
 class Board:
@@ -204,7 +179,7 @@ class Board:
         writer holds the projection lock (then it writes them before releasing it). Other
         modules use this for commands of their own (members, plans).
         """
-        with _Held(self._lock) as held:
+        with self._lock:
             before = self._state.seq
             base = self._state
             caught: list[TeamState] = []
@@ -239,39 +214,20 @@ class Board:
                 caught.append(fold_all(state, rest))
                 return decision(caught[-1])
 
-            after_write: list[TeamState] = []
-
-            def written(result: AppendResult) -> None:
-                # The lines are written, not yet durable: fold them and let this process's other
-                # threads append while this one waits for the fdatasync, so they can share it. A
-                # reader may see them before they are durable, as another process's reader can
-                # (the group commit of docs/RELIABILITY.md).
-                if caught:
-                    self._state = caught[-1]
-                after_write.append(fold_all(self._state, tuple(result.appended)))
-                self._state = after_write[0]
-                held.release()
-
             try:
-                result = self._store.append(
-                    decide, after=base.seq, while_queued=while_queued, on_written=written
-                )
+                result = self._store.append(decide, after=base.seq, while_queued=while_queued)
             except WriteFailed:
                 # A failed fdatasync rolls back every append not yet durable, others' included,
                 # so the state may hold events that are gone (docs/RELIABILITY.md): fold again.
-                held.acquire()
                 caught.clear()
                 loaded = snapshot.load(self._snapshots, self._store) if self._snapshots else None
                 self._state = loaded or EMPTY
                 raise
             finally:
-                if held.held and caught and not after_write:
+                if caught:
                     self._state = caught[-1]
             appended = tuple(result.appended)
-            if after_write:
-                state = after_write[0]
-            else:
-                state = self._state = fold_all(self._state, appended)
+            state = self._state = fold_all(self._state, appended)
         self._maybe_snapshot(state)
         if self._projections is not None and any(e.seq > before for e in appended):
             # Outside the journal lock: projection I/O must not lengthen the critical section.

@@ -32,7 +32,6 @@ class MemoryEventStore:
         after: int,
         on_commit: Callable[[Sequence[Event]], None] | None = None,
         while_queued: Callable[[], None] | None = None,  # never queued that way: not called
-        on_written: Callable[[Appended], None] | None = None,  # no separate durability wait
     ) -> Appended:
         """Serialised: catch up from ``after``, decide, store, run ``on_commit``."""
         with self._lock:

@@ -383,7 +383,6 @@ class NatsEventStore:
         after: int,
         on_commit: Callable[[Sequence[Event]], None] | None = None,
         while_queued: Callable[[], None] | None = None,  # never queued that way: not called
-        on_written: Callable[[Appended], None] | None = None,  # no separate durability wait
     ) -> Appended:
         """Catch up, decide, publish with the expected last sequence; on a conflict catch up and
         decide again; then run ``on_commit(all events with seq > after)``."""

@@ -200,13 +200,10 @@ class FileJournal:
         after: int,
         on_commit: Callable[[Sequence[Event]], None] | None = None,
         while_queued: Callable[[], None] | None = None,
-        on_written: Callable[[Appended], None] | None = None,
     ) -> Appended:
         """Serialised across threads and processes: catch up, decide, write, fsync, commit.
         ``while_queued`` runs, instead of our own decoding ahead, when this process is next in
-        line for the lock another process holds (see ``_lock``). ``on_written`` runs after the
-        lines are written, outside the lock, before the wait for the fdatasync that makes them
-        durable (not with ``on_commit``)."""
+        line for the lock another process holds (see ``_lock``)."""
         self._check_open()
         if self.read_only:
             raise self.damage or ValueError(f"journal {self.path} was opened read-only")
@@ -215,15 +212,12 @@ class FileJournal:
         with self._exclusive(while_queued) as fd:
             seen, _new, result = self._decide_and_write(fd, decide, after)
             gen, end = self._gen, self._end
-        written = Appended(seen=seen, appended=tuple(result))
-        if on_written is not None:
-            on_written(written)
         # Also with nothing new: what we decided on (seen, or a stored op_id) may not be durable.
         self._hook("before_sync")
         self._commit(end, gen)
         self._hook("after_commit")
         self._checkpoint()
-        return written
+        return Appended(seen=seen, appended=tuple(result))
 
     def _append_synced(
         self,

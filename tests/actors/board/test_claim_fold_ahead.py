@@ -98,7 +98,6 @@ class RollsBackWhileQueued:
         after: int,
         on_commit: Callable[[Sequence[Event]], None] | None = None,
         while_queued: Callable[[], None] | None = None,
-        on_written: Callable[[Appended], None] | None = None,  # no separate durability wait
     ) -> Appended:
         if self.armed:
             self.armed = False
