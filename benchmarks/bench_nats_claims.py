@@ -5,7 +5,20 @@ always``, the team's stream with 3 replicas). Each process stands for one host: 
 different node first, opens its own ``NatsEventStore`` and ``Board`` (one writer per process),
 waits on a barrier, then loops claim_next → complete until nothing is ready. Figures: claims per
 second (all claims / wall time from the barrier to the last completion) and double claims found
-by replaying the journal's claim history. Skips (exit 0, ``"skipped"``) without nats-py or
+by replaying the journal's claim history.
+
+The cluster sets the limit here (every commit is replicated to three servers that fsync it, on
+the machine's one disk and two cores), so the gated figure is a ratio to a floor measured on the
+same cluster in the same run: one client publishing the same number of commits (two per claim:
+the claim and the completion), each the average size of the race's messages, one after the other
+with the same expected-last-sequence check and nothing else (no decision, no contention).
+``claims_vs_serial_floor`` is the race's claims per second over half that commit rate; it held
+at 0.34-0.39 whether the machine was quiet or loaded (the absolute rate moved 86-142/s with the
+floor). The gate, 0.3, is the old absolute goal (>= 100 claims/s, docs/SCALE-OUT.md) expressed
+against this machine's quiet floor (330-410 claims/s): a machine with a slower disk or busier
+cores moves the floor and the race together. One process alone reaches ~0.57 of the floor (the
+rest is deciding, the store's thread hop and the feed); three contenders lose races and back
+off. ``claims_per_s`` is reported. Skips (exit 0, ``"skipped"``) without nats-py or
 nats-server. Prints one JSON object; exits 1 when a figure misses its goal.
 """
 
@@ -21,6 +34,7 @@ from benchmarks.common import at_least, at_most, finish, parser, scratch, shown
 
 NAME = "nats_claims"
 CLAIMS_TARGET = 100.0
+FLOOR_RATIO_TARGET = 0.3
 TEAM = "bench"
 
 
@@ -73,9 +87,33 @@ def double_claims(events: Iterable[Any]) -> int:
     return bad
 
 
-def run(processes: int, tasks: int) -> tuple[float, int, int]:
-    """(claims/s, double claims, replicas) for one race on a fresh cluster."""
+async def serial_commits(urls: list[str], subject: str, count: int, size: int) -> float:
+    """Commits per second of one client publishing ``count`` messages of ``size`` bytes to
+    ``subject``, each waiting for its acknowledgement and checked against the stream's last
+    sequence like a journal commit."""
+    import nats
+
+    client = await nats.connect(urls)
+    try:
+        js = client.jetstream()
+        body = b"x" * size
+        last = (await js.publish(subject, body, headers={"Nats-Msg-Id": "floor-0"})).seq
+        started = time.perf_counter()
+        for n in range(1, count + 1):
+            headers = {"Nats-Msg-Id": f"floor-{n}", "Nats-Expected-Last-Sequence": str(last)}
+            last = (await js.publish(subject, body, headers=headers)).seq
+        return count / (time.perf_counter() - started)
+    finally:
+        await client.close()
+
+
+def run(processes: int, tasks: int) -> tuple[float, int, int, float]:
+    """(claims/s, double claims, replicas, serial floor in claims/s) for one race on a fresh
+    cluster."""
+    import asyncio
+
     from actors.board.board import Board
+    from mailboxes.journal.frame import encode
     from mailboxes.journal.nats import NatsEventStore
     from tests.support.nats_server import NatsCluster, nats_server_binary
 
@@ -114,7 +152,12 @@ def run(processes: int, tasks: int) -> tuple[float, int, int]:
             events = list(lead_store.read_from(1))
             replicas = lead_store.replicas
             lead_store.close()
-            return claimed / (finished - started), double_claims(events), replicas
+            size = sum(len(encode(e)) for e in events) // max(1, len(events))
+            floor_store = NatsEventStore(cluster.urls, "floor")
+            subject = floor_store.subject
+            floor_store.close()
+            commits = asyncio.run(serial_commits(urls, subject, 2 * tasks, size))
+            return claimed / (finished - started), double_claims(events), replicas, commits / 2
         finally:
             cluster.kill()
 
@@ -128,9 +171,11 @@ def main() -> None:
     if reason is not None:
         finish(NAME, [], quick=args.quick, skipped=reason)
     tasks = 60 if args.quick else args.tasks
-    rate, doubles, replicas = run(args.processes, tasks)
+    rate, doubles, replicas, floor = run(args.processes, tasks)
     figures = [
-        at_least("claims_per_s", rate, "claims/s", CLAIMS_TARGET),
+        at_least("claims_vs_serial_floor", rate / floor, "x", FLOOR_RATIO_TARGET),
+        shown("claims_per_s", rate, "claims/s"),
+        shown("serial_floor_claims_per_s", floor, "claims/s"),
         at_most("double_claims", doubles, "claims", 0),
         shown("replicas", replicas, "copies"),
     ]
