@@ -4,16 +4,18 @@
 A ``MessageDraft`` is what a sender asks for; the transport turns it into an ``Envelope`` by
 setting ``id``, ``from`` and ``ts``. ``parse_envelope`` is the one parse function for a mailbox
 file; ``dump_envelope`` is its inverse.
-"""
 
-from __future__ import annotations
+Both are ``teamctl_base.records.Record``s, declared as pydantic models are: making, delivering
+and parsing well-formed messages imports no pydantic, and anything else is decided (and refused,
+with its ``ValidationError``) by the pydantic model of the same declarations (docs/ARCHITECTURE.md,
+"Start-up and benchmarks"). No ``from __future__ import annotations``: the records read their
+fields' types from the annotations.
+"""
 
 import math
 import re
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any, Literal
-
-from pydantic import ConfigDict, Field, ValidationError
 
 from mailboxes.fsutil import BadJson, canonical_dumps, strict_loads
 from mailboxes.names import AGENT_NAME_PATTERN as AGENT_NAME_PATTERN
@@ -23,7 +25,7 @@ from mailboxes.names import RECIPIENT_PATTERN as RECIPIENT_PATTERN
 from mailboxes.names import InvalidAgentName as InvalidAgentName
 from mailboxes.names import InvalidEnvelope as InvalidEnvelope
 from mailboxes.names import check_agent_name as check_agent_name
-from teamctl_base.models import Frozen
+from teamctl_base.records import Field, Record
 
 MessageType = Literal[
     "message",
@@ -42,7 +44,7 @@ MessageType = Literal[
 ]
 
 
-class MessageDraft(Frozen):
+class MessageDraft(Record):
     """A message before delivery: the transport sets ``from``, ``id`` and ``ts``.
 
     ``to`` is an agent name or ``"*"`` (broadcast: one copy per known agent but the sender).
@@ -61,22 +63,22 @@ class MessageDraft(Frozen):
     @classmethod
     def text(
         cls, to: str, text: str, *, type: MessageType = "message", in_reply_to: str | None = None
-    ) -> MessageDraft:
+    ) -> "MessageDraft":
         """A draft whose body is just free text."""
         return cls(to=to, type=type, body={"text": text}, in_reply_to=in_reply_to)
 
 
-class Envelope(Frozen):
+class Envelope(Record):
     """A delivered message, exactly as stored in one Maildir file.
 
     The JSON key of ``sender`` is ``"from"``; it is set by the transport, never by message text.
     """
 
-    model_config = ConfigDict(**Frozen.model_config, populate_by_name=True)
+    model_config = {**Record.model_config, "populate_by_name": True}
 
     id: str = Field(pattern=MESSAGE_ID_PATTERN)
     """Unique message id (uuid4 hex in production); duplicates are dropped by it."""
-    sender: str = Field(alias="from", pattern=AGENT_NAME_PATTERN)
+    sender: str = Field(json_key="from", pattern=AGENT_NAME_PATTERN)
     """Who sent it, as set by the transport."""
     to: str = Field(pattern=AGENT_NAME_PATTERN)
     """The recipient whose inbox holds this copy."""
@@ -97,7 +99,6 @@ class Envelope(Frozen):
 
 
 _MESSAGE_ID = re.compile(MESSAGE_ID_PATTERN)
-_ENVELOPE_FIELDS = frozenset(Envelope.model_fields)
 _new_object = object.__new__
 _set = object.__setattr__
 
@@ -109,8 +110,8 @@ def envelope_for(draft: MessageDraft, *, id: str, sender: str, to: str, ts: floa
 
     Nothing is validated twice: ``draft`` is a validated model and the caller has passed
     ``sender`` and ``to`` through ``check_agent_name`` (``to`` is not ``*``); ``id`` is checked
-    here (``ValueError``) and ``ts`` made a float. Built as pydantic's ``model_construct`` builds
-    a model (tests/mailboxes/test_messages.py compares the two)."""
+    here (``ValueError``) and ``ts`` made a float. Built as ``Record.model_construct`` builds a
+    record (tests/mailboxes/test_messages.py compares the two)."""
     if not _MESSAGE_ID.fullmatch(id):
         raise ValueError(f"invalid message id {id!r}: use 1-64 letters, digits, '-' or '_'")
     envelope = _new_object(Envelope)
@@ -127,9 +128,7 @@ def envelope_for(draft: MessageDraft, *, id: str, sender: str, to: str, ts: floa
             "body": dict(draft.body),
         },
     )
-    _set(envelope, "__pydantic_fields_set__", set(_ENVELOPE_FIELDS))
-    _set(envelope, "__pydantic_extra__", None)
-    _set(envelope, "__pydantic_private__", None)
+    _set(envelope, "_record_fields_set", None)  # every field given
     return envelope
 
 
@@ -142,13 +141,20 @@ def parse_envelope(raw: bytes) -> Envelope:
     if not isinstance(data, dict):
         raise InvalidEnvelope(f"expected a JSON object, got {type(data).__name__}", raw)
     try:
-        return Envelope.model_validate(data, strict=True, by_alias=True, by_name=False)
-    except ValidationError as exc:
+        envelope: Envelope = Envelope.model_validate(
+            data, strict=True, by_alias=True, by_name=False
+        )
+    except ValueError as exc:
+        from pydantic import ValidationError  # only an envelope the record left to its twin
+
+        if not isinstance(exc, ValidationError):
+            raise
         errors = "; ".join(
             f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}"
             for err in exc.errors()
         )
         raise InvalidEnvelope(errors, raw) from None
+    return envelope
 
 
 def _not_json(value: object) -> Any:

@@ -1,31 +1,28 @@
 """The typed payload of each journal event type, and the upgrades of older shapes.
 
-Every event's ``data`` parses into the frozen model registered here for its type
+Every event's ``data`` parses into the frozen record registered here for its type
 (``parse_payload``; ``mailboxes.events.payload`` for an event), first upgrading older shapes
 (``v`` below the model's version) with the registered upgrade functions. Stored history is
-never rewritten: upgrades happen on load only. ``mailboxes.events`` re-exports every name here;
-reading the journal (the envelopes, the fold's fast path) never imports this module, so only a
-command that builds or parses a payload pays for pydantic (docs/ARCHITECTURE.md, "Start-up and
-benchmarks"). The models are built on first use (``defer_build``): a command builds only the
-ones it touches.
+never rewritten: upgrades happen on load only. ``mailboxes.events`` re-exports every name here.
+
+The payloads are ``teamctl_base.records.Record``s: declared as pydantic models are, they make,
+parse and dump plain values without pydantic, and hand anything else to the pydantic model of
+the same declarations, which then decides and refuses with its own ``ValidationError``; so
+``teamctl task add``, ``task claim`` and ``send`` import no pydantic (docs/ARCHITECTURE.md,
+"Start-up and benchmarks").
 
 Adding a new shape to a type: bump the model's ``VERSION`` and register one function::
 
     @upgrade("member.spawned", from_v=1)
     def _spawned_v1(data: dict[str, Any]) -> dict[str, Any]: ...
-
-No ``from __future__ import annotations`` here: pydantic would evaluate every field's annotation
-string again when the models are built, a quarter of building them.
 """
 
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import ConfigDict, Field, ValidationError
-
 from mailboxes.errors import InvalidEvent
-from teamctl_base.models import Frozen
+from teamctl_base.records import Field, Record
 
 __all__ = [
     "PAYLOADS",
@@ -78,10 +75,9 @@ __all__ = [
 ]
 
 
-class Payload(Frozen):
+class Payload(Record):
     """Base of every event payload. ``TYPE`` is the event type, ``VERSION`` the current shape."""
 
-    model_config = ConfigDict(**Frozen.model_config, defer_build=True)
     TYPE: ClassVar[str]
     VERSION: ClassVar[int] = 1
 
@@ -576,6 +572,11 @@ def parse_payload(event_type: str, v: int, data: Mapping[str, Any]) -> Payload:
     current = upgrade_data(event_type, v, data)
     model = PAYLOADS[event_type]
     try:
-        return model.model_validate(current)
-    except ValidationError as exc:
+        parsed: Payload = model.model_validate(current)
+    except ValueError as exc:
+        from pydantic import ValidationError  # only a payload the record left to its twin
+
+        if not isinstance(exc, ValidationError):
+            raise
         raise InvalidEvent(f"bad {event_type} v{v} payload {dict(data)!r}: {exc}") from None
+    return parsed

@@ -12,7 +12,7 @@ from teamctl_base.text import safe
 
 if TYPE_CHECKING:
     from actors.factory import Team
-    from mailboxes.messages import Envelope
+    from mailboxes.messages import Envelope, MessageType
 
 
 def envelope_json(envelope: Envelope) -> dict[str, Any]:
@@ -38,7 +38,7 @@ def send(to: str, text: str, sender: str, as_json: bool) -> None:
     """Send TEXT to agent TO (`*` sends one copy to every agent but the sender)."""
     from mailboxes.messages import BROADCAST, MessageDraft
 
-    kind = "broadcast" if to == BROADCAST else "message"
+    kind: MessageType = "broadcast" if to == BROADCAST else "message"
     with team_session() as team:
         delivered = team.mailbox.deliver(
             sender, MessageDraft(to=to, type=kind, body={"text": text})
