@@ -1,9 +1,9 @@
 """The pure fold over journal events: ``fold(state, event) -> state`` and ``fold_all``.
 
 Neither mutates its input. For speed a batch is applied to a private mutable copy of the maps
-(one shallow copy per batch, not per event, in ``_Builder``, one handler per event type) and
-frozen once at the end; the ``Task``/``Member`` values themselves are immutable and shared
-between states.
+it changes (one shallow copy per map per batch, made at its first write, in ``_Builder``, one
+handler per event type; a map the batch does not change is shared with the input) and frozen once
+at the end; the ``Task``/``Member`` values themselves are immutable and shared between states.
 
 Rules the fold encodes (the board validates commands; the fold only records what happened):
 
@@ -452,8 +452,8 @@ def fold(state: TeamState, event: Event) -> TeamState:
 
 
 def fold_all(state: TeamState, events: Iterable[Event]) -> TeamState:
-    """``state`` with ``events`` applied in order; one copy of the maps per call that has
-    anything new (``state`` itself is returned when nothing is).
+    """``state`` with ``events`` applied in order; one copy per call of each map the events
+    change (``state`` itself is returned when nothing is new).
 
     The cyclic garbage collector is paused while the batch is applied (and ``events`` read, when
     it is a journal replay): every event and task value is a new container, so on a long replay
@@ -476,9 +476,15 @@ def fold_all(state: TeamState, events: Iterable[Event]) -> TeamState:
 
 
 class _Builder:
-    """Mutable working copy used inside one ``fold_all`` call; never escapes it."""
+    """Mutable working copy used inside one ``fold_all`` call; never escapes it.
+
+    Each map is copied on its first write only (``_owned`` names the copies): a batch of task
+    events copies the task map once and leaves the others (members, op ids, usage...) shared
+    with the state it started from, and ``freeze`` hands an untouched map on as it was.
+    """
 
     __slots__ = (
+        "_owned",
         "agent_usage",
         "holdings",
         "members",
@@ -496,20 +502,40 @@ class _Builder:
     )
 
     def __init__(self, state: TeamState) -> None:
+        self._owned: set[str] = set()
         self.name = state.name
         self.seq = state.seq
         self.team_seq = state.team_seq
         self.next_task = state.next_task
-        self.tasks = _copy(state.tasks)
-        self.members = _copy(state.members)
-        self.holdings = _copy(state.holdings)
-        self.plan_requests = _copy(state.plan_requests)
-        self.ops = _copy(state.ops)
-        self.worktrees = _copy(state.worktrees)
+        self.tasks: Mapping[str, Task] = state.tasks
+        self.members: Mapping[str, Member] = state.members
+        self.holdings: Mapping[str, str] = state.holdings
+        self.plan_requests: Mapping[str, PlanRequest] = state.plan_requests
+        self.ops: Mapping[str, int] = state.ops
+        self.worktrees: Mapping[str, WorktreeRecord] = state.worktrees
         self.usage = state.usage
-        self.agent_usage = _copy(state.agent_usage)
-        self.task_usage = _copy(state.task_usage)
+        self.agent_usage: Mapping[str, UsageTotals] = state.agent_usage
+        self.task_usage: Mapping[str, UsageTotals] = state.task_usage
         self.untasked_usage = state.untasked_usage
+
+    def _own(self, name: str) -> dict[Any, Any]:
+        """The map ``name``, copied on its first write in this batch."""
+        current: Mapping[Any, Any] = getattr(self, name)
+        if name in self._owned:
+            return current  # type: ignore[return-value]
+        copy = _copy(current)
+        setattr(self, name, copy)
+        self._owned.add(name)
+        return copy
+
+    def _tasks(self) -> dict[str, Task]:
+        if "tasks" in self._owned:
+            return self.tasks  # type: ignore[return-value]
+        return self._own("tasks")
+
+    def _frozen(self, name: str) -> Mapping[Any, Any]:
+        current: Mapping[Any, Any] = getattr(self, name)
+        return MappingProxyType(current) if name in self._owned else current
 
     def freeze(self) -> TeamState:
         return TeamState(
@@ -517,15 +543,15 @@ class _Builder:
             seq=self.seq,
             team_seq=self.team_seq,
             next_task=self.next_task,
-            tasks=MappingProxyType(self.tasks),
-            members=MappingProxyType(self.members),
-            holdings=MappingProxyType(self.holdings),
-            plan_requests=MappingProxyType(self.plan_requests),
-            ops=MappingProxyType(self.ops),
-            worktrees=MappingProxyType(self.worktrees),
+            tasks=self._frozen("tasks"),
+            members=self._frozen("members"),
+            holdings=self._frozen("holdings"),
+            plan_requests=self._frozen("plan_requests"),
+            ops=self._frozen("ops"),
+            worktrees=self._frozen("worktrees"),
             usage=self.usage,
-            agent_usage=MappingProxyType(self.agent_usage),
-            task_usage=MappingProxyType(self.task_usage),
+            agent_usage=self._frozen("agent_usage"),
+            task_usage=self._frozen("task_usage"),
             untasked_usage=self.untasked_usage,
         )
 
@@ -544,7 +570,7 @@ class _Builder:
             raise StateGap(f"event seq {seq} follows state seq {self.seq}")
         self.seq = seq
         if event.op_id is not None:
-            self.ops[event.op_id] = seq
+            self._own("ops")[event.op_id] = seq
         kind = event.type
         if kind == "task.claimed":
             args = _claim_args(event)
@@ -585,7 +611,7 @@ class _Builder:
         for name, value in changes.items():
             values[_TASK_FIELD[name]] = value
         new = Task._make(values)
-        self.tasks[task.id] = new
+        self._tasks()[task.id] = new
         return new
 
     def _link(self, tid: str, blockers: Iterable[str], event: Event) -> None:
@@ -602,13 +628,13 @@ class _Builder:
 
     def _free(self, task: Task) -> None:
         if task.owner is not None and self.holdings.get(task.owner) == task.id:
-            del self.holdings[task.owner]
+            del self._own("holdings")[task.owner]
 
     def _void_plan_requests(self, tid: str) -> None:
         if not self.plan_requests:
             return
         for rid in [r for r, req in self.plan_requests.items() if req.task_id == tid]:
-            del self.plan_requests[rid]
+            del self._own("plan_requests")[rid]
 
     # --- handlers ------------------------------------------------------------------------------
 
@@ -619,7 +645,7 @@ class _Builder:
 
     def member_spawned(self, event: Event, p: Any) -> None:
         body: MemberSpawned = p
-        self.members[body.name] = Member(
+        self._own("members")[body.name] = Member(
             name=body.name,
             role=body.role,
             model=body.model,
@@ -641,13 +667,13 @@ class _Builder:
         values = list(member)
         values[_M_STATUS] = status
         values[_M_REASON] = reason
-        self.members[name] = Member._make(values)
+        self._own("members")[name] = Member._make(values)
         self.team_seq = event.seq
 
     def member_stopped(self, event: Event, p: Any) -> None:
         body: MemberStopped = p
         member = self.members.get(body.name) or Member(name=body.name, joined_at=event.ts)
-        self.members[body.name] = member._replace(status="stopped", reason=body.reason)
+        self._own("members")[body.name] = member._replace(status="stopped", reason=body.reason)
         self.team_seq = event.seq
 
     def task_created(self, event: Event, p: Any) -> None:
@@ -692,7 +718,7 @@ class _Builder:
         values[_METADATA] = MappingProxyType(dict(metadata)) if metadata else _NO_METADATA
         values[_VERIFY] = verify
         values[_SEQ] = event.seq
-        self.tasks[tid] = Task._make(values)
+        self._tasks()[tid] = Task._make(values)
         if blocked_by:
             self._link(tid, blocked_by, event)
 
@@ -732,8 +758,8 @@ class _Builder:
         values[_HUMAN] = human
         values[_EPOCH] = epoch
         values[_PLAN] = _PLAN_REQUIRED if task.plan.required else _NO_PLAN
-        self.tasks[tid] = Task._make(values)
-        self.holdings[owner] = tid
+        self._tasks()[tid] = Task._make(values)
+        self._own("holdings")[owner] = tid
         self.team_seq = event.seq
 
     def task_released(self, event: Event, p: Any) -> None:
@@ -770,10 +796,12 @@ class _Builder:
         values[_STATUS] = "completed"
         values[_OWNER] = owner
         values[_SUMMARY] = summary
-        self.tasks[tid] = Task._make(values)
+        self._tasks()[tid] = Task._make(values)
         record = self.worktrees.get(task.worktree) if task.worktree else None
         if record is not None and commit is not None:
-            self.worktrees[record.name] = record._replace(completed_commit=commit, remote=remote)
+            self._own("worktrees")[record.name] = record._replace(
+                completed_commit=commit, remote=remote
+            )
         self.team_seq = event.seq
 
     def task_verified(self, event: Event, p: Any) -> None:
@@ -802,7 +830,7 @@ class _Builder:
             required=True, status="requested", request_id=body.request_id, epoch=body.epoch
         )
         self._put(task, event, plan=plan)
-        self.plan_requests[body.request_id] = PlanRequest(
+        self._own("plan_requests")[body.request_id] = PlanRequest(
             request_id=body.request_id,
             task_id=body.task_id,
             teammate=body.teammate,
@@ -823,7 +851,7 @@ class _Builder:
             reviewer=None,
         )
         self._put(task, event, plan=plan)
-        self.plan_requests[body.request_id] = PlanRequest(
+        self._own("plan_requests")[body.request_id] = PlanRequest(
             request_id=body.request_id,
             task_id=body.task_id,
             teammate=body.owner,
@@ -839,11 +867,11 @@ class _Builder:
         status: PlanStatus = "approved" if body.approve else "rejected"
         plan = task.plan._replace(status=status, feedback=body.feedback, reviewer=body.reviewer)
         self._put(task, event, plan=plan)
-        self.plan_requests.pop(body.request_id, None)
+        self._own("plan_requests").pop(body.request_id, None)
 
     def worktree_created(self, event: Event, p: Any) -> None:
         body: WorktreeCreated = p
-        self.worktrees[body.name] = WorktreeRecord(
+        self._own("worktrees")[body.name] = WorktreeRecord(
             name=body.name,
             branch=body.branch,
             base=body.base,
@@ -856,7 +884,7 @@ class _Builder:
         self._put(self.tasks[body.task_id], event, worktree=body.name)
         record = self.worktrees.get(body.name)
         if record is not None:
-            self.worktrees[body.name] = record._replace(task_id=body.task_id)
+            self._own("worktrees")[body.name] = record._replace(task_id=body.task_id)
         self.team_seq = event.seq
 
     def worktree_removed(self, event: Event, p: Any) -> None:
@@ -865,14 +893,14 @@ class _Builder:
             self._put(task, event, worktree=None)
         record = self.worktrees.get(body.name)
         if record is not None:
-            self.worktrees[body.name] = record._replace(removed=True)
+            self._own("worktrees")[body.name] = record._replace(removed=True)
         self.team_seq = event.seq
 
     def worktree_merged(self, event: Event, p: Any) -> None:
         body: WorktreeMerged = p
         record = self.worktrees.get(body.name)
         if record is not None:
-            self.worktrees[body.name] = record._replace(merged_commit=body.commit)
+            self._own("worktrees")[body.name] = record._replace(merged_commit=body.commit)
 
     def usage_recorded(self, event: Event, p: Any) -> None:
         body: UsageRecorded = p
@@ -898,11 +926,11 @@ class _Builder:
     ) -> None:
         call = (inp, out, read, write, cost)
         self.usage = _add(self.usage, *call)
-        self.agent_usage[agent] = _add(self.agent_usage.get(agent, NO_USAGE), *call)
+        self._own("agent_usage")[agent] = _add(self.agent_usage.get(agent, NO_USAGE), *call)
         if tid is None:
             self.untasked_usage = _add(self.untasked_usage, *call)
         else:
-            self.task_usage[tid] = _add(self.task_usage.get(tid, NO_USAGE), *call)
+            self._own("task_usage")[tid] = _add(self.task_usage.get(tid, NO_USAGE), *call)
 
 
 def _add(

@@ -770,14 +770,17 @@ def _read_mark(fd: int) -> _Mark:
         or not all(map(bytes.isdigit, fields))
     ):
         return _NO_MARK
-    return _Mark(*(int(f) for f in fields))
+    return _Mark._make(map(int, fields))
 
 
 def _write_mark(fd: int, mark: _Mark) -> None:
     # Fixed width, in place: one small pwrite. ``durable`` and ``failing`` are read under the sync
     # flock (a read under the journal flock uses only ``failing``, one byte, and the fields that
     # flock guards). Not fsynced: a mark lost to a power cut only makes the next append fdatasync.
-    os.pwrite(fd, " ".join(f"{n:020d}" for n in mark).encode() + b"\n", 0)
+    os.pwrite(fd, _MARK_FORMAT % mark, 0)
+
+
+_MARK_FORMAT = b" ".join([b"%020d"] * len(_Mark._fields)) + b"\n"
 
 
 def _rolled_back(path: Path) -> WriteFailed:

@@ -63,8 +63,8 @@ def _last_roles(root: Path) -> dict[str, tuple[str, bool]]:
 
 def _projection_behind(root: Path) -> bool:
     """The journal has events the projections do not show yet (their mark is behind)."""
-    text = (root / ".team" / "projections.lock").read_text().strip()
-    return int(text or 0) < events(root)[-1].seq
+    text = (root / ".team" / "projections.lock").read_text().split()
+    return int(text[0] if text else 0) < events(root)[-1].seq
 
 
 def _tmp_left(root: Path) -> bool:
