@@ -8,6 +8,13 @@ spawned and idle first; the clock starts when the 8 tasks are put on the board (
 speed-up is a ratio of two drains in the same run. Prints one JSON object; exits 1 when a figure
 misses its target.
 
+Both drains time the same span and pay the same fixed costs once: the commit that puts the tasks
+on the board, the watcher noticing it, and the tail of the last task (its usage record,
+completion, notice and status change); spawning the teammates, waiting for them to settle and
+stopping the runtime are outside the clock for both. What a process builds once (the teammate
+tools' JSON schemas, at the first model call) is paid by the first run's one-teammate drain,
+which runs first; with ``--runs`` of 3 or more the medians are of drains that find it built.
+
 ``--timeline`` adds, for the many-teammate drain, the ms from the tasks put on the board to the
 last claim, the last completion and the last teammate idle (medians; from the journal's
 timestamps): how much of the drain is fan-out before the model calls and how much the tail.

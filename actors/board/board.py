@@ -40,6 +40,7 @@ from actors.board.rules import (
     check_new_member,
     check_subject,
     fence,
+    first_claimable,
     live,
     refusal,
     unique,
@@ -532,16 +533,11 @@ class Board:
             held = st.holding(owner)
             if held is not None:
                 return _Refused(f"{owner} already holds {held.id}")
-            for task in st.tasks.values():
-                if (
-                    task.status == "pending"  # most tasks are not: skip them cheaply
-                    and (task.role is None or task.role == role)
-                    and st.is_ready(task)
-                    and (accept is None or accept(task))
-                ):
-                    claimed = TaskClaimed(task_id=task.id, owner=owner, epoch=task.epoch + 1)
-                    return (claimed, *also) if also else claimed
-            return _Refused("no ready task")
+            task = first_claimable(st, role, accept)
+            if task is None:
+                return _Refused("no ready task")
+            claimed = TaskClaimed(task_id=task.id, owner=owner, epoch=task.epoch + 1)
+            return (claimed, *also) if also else claimed
 
         done = self._command(op_id, step)
         if done.refused is not None:

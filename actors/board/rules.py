@@ -6,7 +6,7 @@ Pure functions of a ``TeamState``: they run inside ``decide``, under the journal
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from actors.board.state import Task, TeamState
@@ -136,6 +136,27 @@ def live(st: TeamState, tid: str, action: str) -> Task:
     if task.status == "deleted":
         raise InvalidTransition(tid, "deleted", action)
     return task
+
+
+def first_claimable(
+    st: TeamState,
+    role: str | None,
+    accept: Callable[[Task], bool] | None = None,
+    taken: Collection[str] = (),
+) -> Task | None:
+    """The lowest-id ready task a member of ``role`` may take: without a role or with
+    ``role``, that ``accept`` agrees to and that is not in ``taken`` (claimed by an earlier
+    decision of the same commit)."""
+    for task in st.tasks.values():
+        if (
+            task.status == "pending"  # most tasks are not: skip them cheaply
+            and task.id not in taken
+            and (task.role is None or task.role == role)
+            and st.is_ready(task)
+            and (accept is None or accept(task))
+        ):
+            return task
+    return None
 
 
 def refusal(st: TeamState, task: Task, owner: str) -> str:

@@ -96,6 +96,12 @@ class AgentHost(Protocol):
         """A user input reached a stalled incarnation: the host tells it to the next one."""
         ...
 
+    def wake_taken(self, name: str) -> None:
+        """The actor handles a ``Wake`` and lists its inbox after this call: mail delivered
+        before it is seen, so the host may drop mail wakes told until then (one told and not
+        taken yet covers them)."""
+        ...
+
 
 def format_envelope(env: Envelope) -> str:
     """How one message reads in the model's input (scripts match on this text):
@@ -247,6 +253,7 @@ class AgentActor(pykka.ThreadingActor):
             self._attached = []
 
     def _on_wake(self) -> None:
+        self.host.wake_taken(self.name)
         if self.parked:  # the runtime recovered: make the model call that was held back
             self.parked = False
             if self.in_turn:

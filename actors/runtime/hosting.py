@@ -16,7 +16,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,12 +25,13 @@ import pykka
 
 from actors.errors import TeamError
 from actors.messages import BoardChanged, UserInput, Wake
+from actors.runtime.commits import SharedCommits, status_change
+from actors.runtime.commits import claim_next as next_claim
 from actors.runtime.lead import Lead
 from actors.runtime.members import MemberPlan
 from actors.runtime.roster import Hosted, Roster
 from actors.runtime.teammate import Teammate
 from mailboxes.events import (
-    EventDraft,
     MemberSpawned,
     MemberStatusChanged,
     MemberStopped,
@@ -40,7 +41,7 @@ from mailboxes.events import (
 
 if TYPE_CHECKING:
     from actors.board.board import Board
-    from actors.board.state import TeamState
+    from actors.board.state import Task, TeamState
     from actors.factory import Team
     from actors.runtime.background import Background
     from actors.runtime.members import MemberBuilder
@@ -79,8 +80,12 @@ class MemberHosting:
         lead: str,
         idle_timer: Timer | None,
         usage: UsageMeter,
+        commits: SharedCommits | None = None,
     ) -> None:
         self._team = team
+        # The members' status changes and claims share commits when they meet (the usage
+        # records too, when the meter is given the same ``SharedCommits``).
+        self._commits = commits if commits is not None else SharedCommits(team.board)
         self._settings = settings
         self._roster = roster
         self._events = events
@@ -93,6 +98,10 @@ class MemberHosting:
         self._supervision: Supervision | None = None
         self._stops_lock = threading.Lock()
         self._stops: list[threading.Thread] = []  # members stopping on their own
+        self._notices_lock = threading.Lock()
+        self._notices: dict[str, int] = {}  # per teammate: notices to the lead being delivered
+        self._wakes_lock = threading.Lock()
+        self._mail_wakes: set[str] = set()  # members told a mail ``Wake`` they have not taken
 
     def connect(self, builder: MemberBuilder, supervision: Supervision) -> None:
         """The two collaborators that are built over this object (call once, before any
@@ -117,14 +126,6 @@ class MemberHosting:
     def set_status(self, name: str, status: str, reason: str = "") -> None:
         if not self._roster.touch(name):
             return
-
-        def decision(state: TeamState) -> list[EventDraft]:
-            member = state.members.get(name)
-            if member is not None and member.status == status:
-                return []
-            body = MemberStatusChanged(name=name, status=status, reason=reason)
-            return [draft(body.TYPE, name, body)]
-
         member = self.board.state.members.get(name)
         if member is not None and member.status == status:
             # Already so as this process last wrote or read the board (e.g. journaled with the
@@ -132,7 +133,7 @@ class MemberHosting:
             # the process hosting it, so the state folded here is not behind on it.
             appended: tuple[object, ...] = ()
         else:
-            _state, appended = self.board.execute(decision)
+            _state, appended = self._commits.write(status_change(name, status, reason))
         self.emit({"type": "status", "agent": name, "status": status, "reason": reason})
         self._roster.notify()
         if appended and name != self._lead:  # the lead may hold notices until this change
@@ -140,6 +141,17 @@ class MemberHosting:
 
     def set_busy(self, name: str, busy: bool) -> None:
         self._roster.set_busy(name, busy)
+
+    def claim_next(
+        self,
+        name: str,
+        *,
+        role: str | None,
+        accept: Callable[[Task], bool],
+        also: Sequence[Payload] = (),
+    ) -> Task | None:
+        state, appended = self._commits.write(next_claim(name, role=role, accept=accept, also=also))
+        return state.task(str(appended[0].data["task_id"])) if appended else None
 
     def input_taken(self, name: str) -> None:
         self._roster.input_taken(name)
@@ -231,9 +243,22 @@ class MemberHosting:
 
     def wake(self, name: str, reason: str = "mail") -> None:
         ref = self._roster.ref(name, live=True)
-        if ref is not None:
-            with contextlib.suppress(pykka.ActorDeadError):
-                ref.tell(Wake(reason=reason))
+        if ref is None:
+            return
+        if reason == "mail":
+            # One mail wake not taken yet covers every later delivery (its inbox listing comes
+            # after ``wake_taken``): each notice both wakes its reader directly and shows up at
+            # the watcher, and a lead holding notices would list and parse its inbox twice each.
+            with self._wakes_lock:
+                if name in self._mail_wakes:
+                    return
+                self._mail_wakes.add(name)
+        with contextlib.suppress(pykka.ActorDeadError):
+            ref.tell(Wake(reason=reason))
+
+    def wake_taken(self, name: str) -> None:
+        with self._wakes_lock:
+            self._mail_wakes.discard(name)
 
     def wake_all(self, reason: str) -> None:
         for ref in self._roster.refs():
@@ -243,6 +268,24 @@ class MemberHosting:
     def hosts(self, name: str) -> bool:
         """``name`` has a live actor in this process."""
         return self._roster.ref(name, live=True) is not None
+
+    def notice_begins(self, name: str) -> None:
+        with self._notices_lock:
+            self._notices[name] = self._notices.get(name, 0) + 1
+
+    def notice_ends(self, name: str) -> None:
+        with self._notices_lock:
+            left = self._notices.get(name, 0) - 1
+            if left > 0:
+                self._notices[name] = left
+            else:
+                self._notices.pop(name, None)
+        # The lead may hold its notices for this one (it counted ``name`` at work until now).
+        self.tell(self._lead, BoardChanged())
+
+    def notice_on_its_way(self, name: str) -> bool:
+        """A notice of ``name``'s to the lead is being delivered (``notice_begins``)."""
+        return name in self._notices
 
     def board_changed(self) -> None:
         """The board changed: unlock worktrees whose claim is gone, tell every member (the
@@ -326,6 +369,7 @@ class MemberHosting:
             agent.close()
             raise
         self._roster.incarnated(hosted, agent, ref)
+        self.wake_taken(name)  # a mail wake told to the incarnation before is nobody's now
         ref.tell(Wake(reason="start"))
         if member.kind == "teammate":
             ref.tell(BoardChanged())

@@ -17,9 +17,10 @@ It is woken when it has something to decide (docs/ARCHITECTURE.md, "Fewer model 
   while ``notify_window_s`` runs from the first of them (a timer; 0 by default: no fixed delay)
   and while a teammate is at work (``team_at_work``: an agent teammate ``working`` or
   ``starting`` on a task in progress, or hosted in this process with a turn going — every such
-  turn ends with a notice, sent before its status turns ``idle``). Held notices are looked at
-  again on the next mail and whenever the board changes (the lead hears ``BoardChanged`` like
-  the teammates, and at once when a teammate's status changes in this process), so a completion
+  turn ends with a notice — or one whose notice is still being delivered beside its status
+  change to ``idle``). Held notices are looked at again on the next mail and whenever the board
+  changes (the lead hears ``BoardChanged`` like the teammates, and at once when a teammate's
+  status changes in this process or its notice has arrived), so a completion
   that leaves other tasks running wakes nobody, and the change that leaves nobody at work wakes
   the lead at once with all of them;
 - any other mail (a message or question, an error, a failed or abandoned task, a plan or
@@ -74,6 +75,11 @@ class LeadHost(AgentHost, TeamChannel, Protocol):
         """``name`` has a live actor in this process (its turns end with a notice)."""
         ...
 
+    def notice_on_its_way(self, name: str) -> bool:
+        """A notice of ``name``'s to the lead is being delivered right now, beside its status
+        change (``actors.runtime.teammate``): the lead counts it at work until it has arrived."""
+        ...
+
 
 def is_status_notice(env: Envelope) -> bool:
     """An ``idle_notification`` that asks for no decision: the teammate's turn completed and
@@ -91,16 +97,25 @@ def is_status_notice(env: Envelope) -> bool:
 
 
 def team_at_work(
-    state: TeamState, *, lead: str = "lead", hosted: Callable[[str], bool] | None = None
+    state: TeamState,
+    *,
+    lead: str = "lead",
+    hosted: Callable[[str], bool] | None = None,
+    reporting: Callable[[str], bool] | None = None,
 ) -> bool:
     """Some agent teammate will report by itself: it holds a task in progress and is working on
     it, or it is hosted here (``hosted(name)``: an actor in this process) and ``working`` or
     ``starting`` — e.g. between completing its task and claiming the next one, when its notice
-    is not sent yet. A teammate hosted elsewhere counts only with a task in progress: its process
-    may have died (the claims of dead owners are reaped, their statuses are not)."""
-    if hosted is not None:
+    is not sent yet — or its notice is on its way (``reporting(name)``, whatever its status). A
+    teammate hosted elsewhere counts only with a task in progress: its process may have died (the
+    claims of dead owners are reaped, their statuses are not)."""
+    if hosted is not None or reporting is not None:
         for m in state.members.values():
-            if m.name != lead and m.kind == "agent" and m.status in AT_WORK and hosted(m.name):
+            if m.name == lead or m.kind != "agent":
+                continue
+            if reporting is not None and reporting(m.name):
+                return True
+            if hosted is not None and m.status in AT_WORK and hosted(m.name):
                 return True
     for task in state.tasks.values():
         if task.status != "in_progress" or task.human or task.owner in (None, lead):
@@ -186,13 +201,11 @@ class Lead(AgentActor):
             self._open_window()
             return []
         self._window_closed = False
-        board, hosted = self.host.board, self.host.hosts
+        board = self.host.board
         # The board as last read first (no lock): a teammate it shows at work is held for, and
         # the change that takes it off work comes with its own ``BoardChanged``; only when
         # nobody looks at work is the board read again before the notices go in.
-        if team_at_work(board.state, lead=self.name, hosted=hosted) or team_at_work(
-            board.refresh(), lead=self.name, hosted=hosted
-        ):
+        if self._at_work(board.state) or self._at_work(board.refresh()):
             # held: the teammate at work reports again (the last one wakes the lead), or its
             # status changes on the board (``on_board_changed``)
             self._holding = True
@@ -206,10 +219,16 @@ class Lead(AgentActor):
         # The board as the change left it (whoever sends ``BoardChanged`` has read it first): a
         # teammate still at work keeps the notices held without reading the inbox again; the
         # change that leaves nobody at work comes with its own ``BoardChanged``.
-        if team_at_work(self.host.board.state, lead=self.name, hosted=self.host.hosts):
+        if self._at_work(self.host.board.state):
             return
         if not self.start_turn():
             self._settle()
+
+    def _at_work(self, state: TeamState) -> bool:
+        host = self.host
+        return team_at_work(
+            state, lead=self.name, hosted=host.hosts, reporting=host.notice_on_its_way
+        )
 
     def render_mail(self, batch: Sequence[Envelope]) -> str:
         notices = [e for e in batch if is_status_notice(e)]

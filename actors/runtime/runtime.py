@@ -21,7 +21,9 @@ It only wires its parts together, each owning one concern:
   (``actors.runtime.services``);
 - ``background``: the Scheduler, Jobs and MCP servers (``actors.runtime.background``);
 - ``changes``: the watcher and what each change means (``actors.runtime.changes``);
-- ``usage``: every model call's usage journaled, and the caps on it (``actors.runtime.usage``).
+- ``usage``: every model call's usage journaled, and the caps on it (``actors.runtime.usage``);
+- ``commits``: the members' usage records, status changes and claims, sharing a journal commit
+  when they meet (``actors.runtime.commits``).
 
 Usage::
 
@@ -56,6 +58,7 @@ from actors.errors import TeamError, UnknownMember
 from actors.factory import Team, open_team, tidy_mailboxes
 from actors.runtime.background import Background
 from actors.runtime.changes import Changes
+from actors.runtime.commits import SharedCommits
 from actors.runtime.goal import TeamGoal
 from actors.runtime.hosting import RUNTIME, MemberHosting
 from actors.runtime.members import (
@@ -171,7 +174,10 @@ class TeamRuntime:
             events.emit(hit.as_event())
             self.roster.notify()  # a headless run waiting for the team ends at once
 
-        self.usage = UsageMeter(team.board, settings.team, on_hit=cap_reached)
+        # One ``SharedCommits`` for the usage records, status changes and claims of every member
+        # hosted here: the ones that meet share a journal commit.
+        self.commits = SharedCommits(team.board)
+        self.usage = UsageMeter(team.board, settings.team, on_hit=cap_reached, commits=self.commits)
         self.decisions = JournalDecisions(team.journal, None)
         self.worktrees = TaskWorktrees(
             team.repo.root,
@@ -201,6 +207,7 @@ class TeamRuntime:
             lead=lead,
             idle_timer=idle_timer,
             usage=self.usage,
+            commits=self.commits,
         )
         self.services = RuntimeServices(
             team,

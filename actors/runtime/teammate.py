@@ -10,13 +10,16 @@ input states the task id, subject, description, the outcomes of its dependencies
 directory. A turn that ends runs the ``TeammateIdle`` hook (exit 2 = keep working with the hook's
 feedback, at most ``MAX_IDLE_HOOK_ROUNDS`` times in a row), then sends an ``idle_notification`` to the lead carrying the final text and task
 id, and the task's ``summary`` when it completed it; it is sent once the teammate has looked for
-its next task (claimed and started it, or found none; with a new turn started, on a thread
-beside that turn's first model call), so the lead reading it sees who is still
-at work (``actors.runtime.lead``), and before its status turns ``idle``: that change is what wakes
-a lead holding status notices, this one among them. A turn may end with the ``complete_task`` (or
+its next task (claimed and started it, or found none), so the lead reading it sees who is still
+at work (``actors.runtime.lead``). It is delivered on a thread beside what the teammate does
+next (the new turn's first model call, or its status turning ``idle``), and the lead counts the
+teammate at work until it is in the lead's inbox (``TeammateHost.notice_begins``): the status
+change to ``idle`` is what wakes a lead holding status notices, and it finds this one among them.
+A turn may end with the ``complete_task`` (or
 ``release_task``, ``submit_plan``) call itself, without a closing model call (terminal tools,
 ``harness.loop``): the final text is then what the model wrote next to that call. While IDLE it wakes on its inbox and on the board changing, and claims the lowest-id ready task
-its role may take (``Board.claim_next``, atomic across processes). When the host runs with
+its role may take (``Board.claim_next``'s rule, atomic across processes; teammates of this
+process claiming at once share a commit: ``TeammateHost.claim_next``). When the host runs with
 ``team.worktree_per_task`` (``host.worktree_per_task``), it first has a worktree bound to that
 task (``host.ensure_task_worktree``, while the task is still pending and unowned), then claims
 that very task; if another teammate was faster it tries the next one.
@@ -47,7 +50,7 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -55,6 +58,7 @@ from actors.board.board import acting_as
 from actors.errors import TeamError
 from actors.protocols import answer_shutdown
 from actors.runtime.agent_actor import AgentActor, AgentHost
+from actors.runtime.process import run_beside
 from actors.services import TeamChannel
 from harness.ports import ToolUseBlock
 from mailboxes.errors import MailboxesError
@@ -66,6 +70,7 @@ if TYPE_CHECKING:
     from harness.agent import Agent
     from harness.hooks import HookRunner
     from harness.loop import StepResult
+    from mailboxes.events import Payload
     from mailboxes.messages import Envelope
 
 log = logging.getLogger(__name__)
@@ -118,6 +123,29 @@ class TeammateHost(AgentHost, TeamChannel, Protocol):
     def abandoned(self, name: str, task_id: str) -> None:
         """``name`` released ``task_id`` as abandoned and will not claim it again (the team is
         idle even while that task waits for another taker)."""
+        ...
+
+    def claim_next(
+        self,
+        name: str,
+        *,
+        role: str | None,
+        accept: Callable[[Task], bool],
+        also: Sequence[Payload] = (),
+    ) -> Task | None:
+        """``Board.claim_next`` for ``name`` (with ``also`` in the claim's commit), made in one
+        commit with the other writes of this process that meet it (``actors.runtime.commits``):
+        the claimed task, or None."""
+        ...
+
+    def notice_begins(self, name: str) -> None:
+        """``name`` starts delivering a notice to the lead on a thread of its own: until
+        ``notice_ends`` the lead counts it at work (``actors.runtime.lead.team_at_work``)."""
+        ...
+
+    def notice_ends(self, name: str) -> None:
+        """The notice ``notice_begins`` announced is in the lead's inbox (or failed); the lead
+        looks at the notices it holds again."""
         ...
 
 
@@ -212,7 +240,7 @@ class Teammate(AgentActor):
         self.status = "starting"
         self._hook_rounds = 0
         self._notice: dict[str, Any] | None = None  # the idle notification not sent yet
-        self._sending: threading.Thread | None = None  # a notice sent beside a model call
+        self._sending: threading.Event | None = None  # set once a notice sent beside is out
         self._cancel_idle: Callable[[], None] | None = None
         self._stopping = False
         self.worktree_name: str | None = None
@@ -346,10 +374,12 @@ class Teammate(AgentActor):
         if not self.host.worktree_per_task:
             # Its status turns ``working`` in the claim's commit (one fsync, not two, between
             # the board change and its model call); the turn's ``_set`` then journals nothing.
+            # Teammates woken by the same change claim in shared commits (``claim_next``).
             working = MemberStatusChanged(name=self.name, status="working")
             also = () if self.status == "working" else (working,)
-            result = board.claim_next(self.name, role=self.role, accept=self._may_claim, also=also)
-            return result.task if result.ok else None
+            return self.host.claim_next(
+                self.name, role=self.role, accept=self._may_claim, also=also
+            )
         for _ in range(MAX_CLAIM_ATTEMPTS):  # each round, a faster teammate may take the task
             ready = [
                 t for t in board.refresh().ready(self.role, any_role=False) if self._may_claim(t)
@@ -506,9 +536,11 @@ class Teammate(AgentActor):
 
     def _notify(self, *, beside: bool = False) -> None:
         """Send the idle notification of the turn that ended, if not sent yet. ``beside``: on a
-        thread of its own, so that the delivery (two fsyncs) does not hold up the model call the
-        new turn opens with; any later notice, and every status change to idle, waits for it
-        first (``_notice_sent``), so the lead still gets each notice before that change."""
+        thread of its own, so that the delivery (two fsyncs) does not hold up what the actor does
+        meanwhile (the model call a new turn opens with, or the status change to idle); the lead
+        counts this teammate at work until it is delivered (``host.notice_begins``), and any
+        later notice waits for it first (``_notice_sent``), so the lead still gets each notice
+        before it sees this teammate idle."""
         self._notice_sent()
         body, self._notice = self._notice, None
         if body is None:
@@ -516,16 +548,22 @@ class Teammate(AgentActor):
         if not beside:
             self._send_notice(body)
             return
+        host, name = self.host, self.name
 
         def send() -> None:
             try:
                 self._send_notice(body)
-            except Exception:  # a thread must not die with an exception; the board has the result
+            except Exception:  # the board has the result; the lead reads it there
                 log.warning("%s could not notify %s", self.name, self.lead, exc_info=True)
+            finally:
+                host.notice_ends(name)
 
-        sending = threading.Thread(target=send, name=f"notify-{self.name}", daemon=True)
-        self._sending = sending
-        sending.start()
+        host.notice_begins(name)
+        try:
+            self._sending = run_beside(send, "notify")
+        except BaseException:
+            host.notice_ends(name)
+            raise
 
     def _send_notice(self, body: dict[str, Any]) -> None:
         try:
@@ -534,16 +572,20 @@ class Teammate(AgentActor):
             log.warning("%s could not notify %s: %s", self.name, self.lead, exc)
 
     def _notice_sent(self) -> None:
-        """Wait (bounded) for a notice still being sent beside a model call."""
+        """Wait (bounded) for a notice still being sent beside what the actor does."""
         sending, self._sending = self._sending, None
         if sending is not None:
-            sending.join(NOTICE_SEND_WAIT_S)
+            sending.wait(NOTICE_SEND_WAIT_S)
 
     def on_idle(self) -> None:
         if self._stopping or self.dead:
             self._notify()
             return
-        if self._seek_work():  # its turn has started: notified there
+        # The board as this process last read or wrote it (no refresh): it holds this teammate's
+        # own writes, and the watcher reads the journal before every ``BoardChanged`` (one that
+        # came during the turn was dropped, but its read is in this state); a refresh here would
+        # queue on the board's lock behind the other teammates' appends and their fdatasyncs.
+        if self._seek_work(refresh=False):  # its turn has started: notified there
             return
         with self._watch_lock:
             if self._stall is not None:  # stays stalled until its next turn
@@ -551,11 +593,14 @@ class Teammate(AgentActor):
                 return
         held = self._held()
         waiting = held is not None and held.plan.status == "submitted"
-        # The notice first, then the status: a lead reading the notice still sees this teammate
-        # at work and holds it; the status change that follows wakes it with every notice at
-        # once (``actors.runtime.lead``), never with all but this one.
-        self._notify()
+        # The notice and the status change at once (the delivery's fsyncs beside the journal's):
+        # until the notice is in its inbox the lead counts this teammate at work
+        # (``notice_begins``), so the status change cannot wake it with every notice but this
+        # one (``actors.runtime.lead``). Delivered before this member stops being busy: the
+        # team is never idle with a notice on its way.
+        self._notify(beside=True)
         self._set("waiting_plan_approval" if waiting else "idle")
+        self._notice_sent()
         self._arm_idle()
 
     def on_board_changed(self) -> None:

@@ -14,9 +14,10 @@
   its step: a cap can be overshot by that step's calls.
 
 What is counted: the event is appended right after the call returned and before its answer
-reaches the transcript. A crash between the two loses that call's usage (at most one call per
-agent and crash), and the call is made again after the restart (its answer never reached the
-transcript), which is counted. A crash after the append counts the call and its repeat: both
+reaches the transcript (the records of agents whose calls return together may share one commit,
+``actors.runtime.commits``; each call still waits until its record is durable). A crash between
+the two loses that call's usage (at most one call per agent and crash), and the call is made
+again after the restart (its answer never reached the transcript), which is counted. A crash after the append counts the call and its repeat: both
 were billed. Each stored event is folded once (``actors.board.fold``), so the totals of a replay
 are the totals of the run.
 """
@@ -29,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from actors.runtime.commits import SharedCommits
 from harness.loop import total_tokens
 from harness.model.pricing import cost_usd
 from mailboxes.events import UsageRecorded, draft
@@ -36,6 +38,7 @@ from mailboxes.events import UsageRecorded, draft
 if TYPE_CHECKING:
     from actors.board.board import Board
     from actors.board.state import TeamState
+    from actors.runtime.commits import Batch
     from actors.settings import TeamSettings
     from harness.ports import ModelClient, ModelRequest, ModelResponse
     from mailboxes.events import EventDraft
@@ -150,8 +153,11 @@ class UsageMeter:
         caps: TeamSettings,
         *,
         on_hit: Callable[[CapHit], None] | None = None,
+        commits: SharedCommits | None = None,
     ) -> None:
         self._board = board
+        # Teammates finishing together share commits for their records (``SharedCommits``).
+        self._commits = commits if commits is not None else SharedCommits(board)
         self._caps = caps
         self._on_hit = on_hit
         self._lock = threading.Lock()
@@ -171,7 +177,7 @@ class UsageMeter:
         usage = response.billed_usage
         cost = cost_usd(response.model, usage)
 
-        def decision(state: TeamState) -> list[EventDraft]:
+        def decision(state: TeamState, _batch: Batch) -> list[EventDraft]:
             body = UsageRecorded(
                 agent=agent,
                 model=response.model,
@@ -184,7 +190,7 @@ class UsageMeter:
             )
             return [draft(body.TYPE, agent, body)]
 
-        self._board.execute(decision)
+        self._commits.write(decision)
         with self._lock:
             self._spent[agent] = self._spent.get(agent, 0) + total_tokens(usage)
 

@@ -85,6 +85,9 @@ class FakeHost:
     def paused(self) -> bool:
         return self.pause
 
+    def wake_taken(self, name: str) -> None:
+        pass
+
     def winding_down(self) -> bool:
         return self.stopping
 

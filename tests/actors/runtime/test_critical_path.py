@@ -58,11 +58,13 @@ def test_a_finished_tasks_notice_is_delivered_beside_the_next_tasks_model_call(
     mailbox = rt.team.mailbox
     deliver = mailbox.deliver
     release = threading.Event()
+    holding = threading.Event()
     held: list[str] = []
 
     def slow_deliver(sender: str, message: Any) -> Any:
         if message.type == "idle_notification" and not release.is_set():
             held.append(str(message.body.get("task_id")))
+            holding.set()
             assert release.wait(30)
         return deliver(sender, message)
 
@@ -72,8 +74,10 @@ def test_a_finished_tasks_notice_is_delivered_beside_the_next_tasks_model_call(
     rt.board.create("second")
     rt.services.spawn_teammate(TeammateSpec(name="w1"), by="lead")
     try:
-        # The notice of task_1 is being delivered (held here) while task_2's call is made.
+        # The notice of task_1 is being delivered (held here) while task_2's call is made: the
+        # call does not wait for it (it may even start before the delivery does).
         assert model.second.wait(30)
+        assert holding.wait(30)
         assert held == ["task_1"]
     finally:
         release.set()

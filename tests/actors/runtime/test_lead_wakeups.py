@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,9 @@ class _Host:
     def hosts(self, name: str) -> bool:
         return name == "w2"
 
+    def notice_on_its_way(self, name: str) -> bool:
+        return False
+
     def set_status(self, name: str, status: str, reason: str = "") -> None:
         self.statuses.append(status)
 
@@ -81,6 +85,9 @@ class _Host:
 
     def paused(self) -> bool:
         return False
+
+    def wake_taken(self, name: str) -> None:
+        pass
 
     def winding_down(self) -> bool:
         return False
@@ -292,36 +299,42 @@ def test_a_stop_asks_every_actor_to_stop_before_waiting_for_any(
     assert sorted(met) == ["w1", "w2"], "one stop was waited for before the other was asked"
 
 
-def test_a_teammate_sends_its_notice_before_its_status_turns_idle(
+def test_a_teammate_turns_idle_while_its_notice_is_delivered_and_the_lead_gets_every_notice(
     tmp_path: Path, stop_actors: list[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # So a lead that holds status notices until nobody is at work is woken by that status
-    # change with this notice already in its inbox (never with all but the last one).
+    # The status change does not wait for the notice's delivery (their fsyncs overlap), yet a
+    # lead holding status notices until nobody is at work is never woken with all but the last
+    # one: a teammate whose notice is on its way counts as at work until it has arrived.
     from actors.runtime.hosting import MemberHosting
     from actors.services import TeammateSpec
 
-    order: list[tuple[str, str, str]] = []
+    w2_idle = threading.Event()
+    waited: list[bool] = []
     send, set_status = MemberHosting.send, MemberHosting.set_status
 
-    def record_send(self: MemberHosting, sender: str, to: str, type: str, *a: Any, **k: Any) -> Any:
-        order.append(("send", sender, type))
+    def slow_send(self: MemberHosting, sender: str, to: str, type: str, *a: Any, **k: Any) -> Any:
+        if sender == "w2" and type == "idle_notification":
+            # Delivered only once w2 is journaled idle: with the notice sent first, this waits
+            # in vain (bounded) and the test fails below.
+            waited.append(w2_idle.wait(timeout=10))
         return send(self, sender, to, type, *a, **k)
 
     def record_status(self: MemberHosting, name: str, status: str, reason: str = "") -> None:
-        order.append(("status", name, status))
         set_status(self, name, status, reason)
+        if (name, status) == ("w2", "idle"):
+            w2_idle.set()
 
-    monkeypatch.setattr(MemberHosting, "send", record_send)
+    monkeypatch.setattr(MemberHosting, "send", slow_send)
     monkeypatch.setattr(MemberHosting, "set_status", record_status)
     root = team_repo(tmp_path)
-    rule = {
-        "match": r"You now hold task (?P<id>task_1) ",
-        "tool_uses": [{"name": "complete_task", "input": {"task_id": "{id}", "summary": "a"}}],
+    done = {
+        "match": r"You now hold task (?P<id>task_\d+) ",
+        "tool_uses": [{"name": "complete_task", "input": {"task_id": "{id}", "summary": "did"}}],
     }
     model = Recording(
         {
             "agents": {
-                "w1": {"rules": [rule]},
+                "*": {"rules": [done]},
                 "lead": {"rules": [{"match": "(?s).", "text": "ok"}]},
             }
         }
@@ -330,13 +343,16 @@ def test_a_teammate_sends_its_notice_before_its_status_turns_idle(
     stop_actors.append(rt)
     rt.start()
     rt.board.create("first")
+    rt.board.create("second")
     rt.services.spawn_teammate(TeammateSpec(name="w1", task_id="task_1"), by="lead")
+    rt.services.spawn_teammate(TeammateSpec(name="w2", task_id="task_2"), by="lead")
     assert rt.wait_idle(timeout=60)
     assert rt.failures() == {}
-    mine = [entry for entry in order if entry[1] == "w1"]
-    notice = mine.index(("send", "w1", "idle_notification"))
-    assert ("status", "w1", "idle") in mine[notice:], mine
-    assert ("status", "w1", "idle") not in mine[:notice], mine
+    assert waited == [True], "w2's status waited for its notice"
+    statuses = [text for text in model.inputs("lead") if text.startswith("[team status]")]
+    assert statuses, model.inputs("lead")
+    first = statuses[0]
+    assert "task_1 w1: completed" in first and "task_2 w2: completed" in first, statuses
 
 
 def test_a_claim_and_its_teammate_turning_working_are_one_commit(
@@ -372,3 +388,110 @@ def test_a_claim_and_its_teammate_turning_working_are_one_commit(
         if e["type"] == "member.status_changed" and e["data"]["status"] == "working"
     ]
     assert working == [status], "the turn journals no second working status"
+
+
+def test_mail_wakes_told_before_the_member_takes_one_make_one_inbox_listing(
+    tmp_path: Path, stop_actors: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A delivery wakes its reader directly and again through the watcher: a lead holding
+    # notices would list and parse its whole inbox twice per notice. A mail wake not taken yet
+    # covers the later ones; one told after it was taken still comes.
+    from actors.runtime.agent_actor import AgentActor
+
+    model = Recording({"agents": {"*": {"rules": [{"match": "(?s).", "text": "ok"}]}}})
+    rt = runtime(team_repo(tmp_path), model)
+    stop_actors.append(rt)
+    rt.start()
+    assert rt.wait_idle(timeout=60)
+    wakes: list[str] = []
+    on_wake = AgentActor._on_wake
+
+    def counted(self: AgentActor) -> None:
+        wakes.append(self.name)
+        on_wake(self)
+
+    monkeypatch.setattr(AgentActor, "_on_wake", counted)
+    inside, gate, handled = threading.Event(), threading.Event(), threading.Event()
+    on_other = Lead.on_other
+
+    def blocking(self: Lead, message: Any) -> Any:
+        if message == "block":
+            inside.set()
+            assert gate.wait(30)
+            return None
+        if message == "mark":
+            handled.set()
+            return None
+        return on_other(self, message)
+
+    monkeypatch.setattr(Lead, "on_other", blocking)
+    ref = rt.roster.ref("lead")
+    assert ref is not None
+    ref.tell("block")
+    assert inside.wait(30)
+    for _ in range(3):
+        rt.hosting.wake("lead")
+    ref.tell("mark")
+    gate.set()
+    assert handled.wait(30)
+    assert wakes == ["lead"]
+    handled.clear()
+    rt.hosting.wake("lead")  # after the first was taken: told again
+    ref.tell("mark")
+    assert handled.wait(30)
+    assert wakes == ["lead", "lead"]
+
+
+def test_a_teammate_ending_its_turn_does_not_queue_on_the_board_lock_to_look_for_work(
+    tmp_path: Path, stop_actors: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The board as this process folded it already has the teammate's own completion and every
+    # change the watcher saw: the end of a turn reads no journal, so another thread's append
+    # (its fdatasync under the board's lock) does not hold up the teammate's notice.
+    from actors.runtime.teammate import Teammate
+    from actors.services import TeammateSpec
+
+    root = team_repo(tmp_path)
+    done = {
+        "match": r"You now hold task (?P<id>task_1) ",
+        "tool_uses": [{"name": "complete_task", "input": {"task_id": "{id}", "summary": "did"}}],
+    }
+    model = Recording(
+        {"agents": {"*": {"rules": [done]}, "lead": {"rules": [{"match": "(?s).", "text": "ok"}]}}}
+    )
+    rt = runtime(root, model, tools=None)
+    stop_actors.append(rt)
+    rt.start()
+    lock_held, release = threading.Event(), threading.Event()
+    on_turn_end = Teammate.on_turn_end
+
+    def hold_the_board(self: Teammate, result: Any) -> str | None:
+        follow_up = on_turn_end(self, result)
+
+        def hold() -> None:
+            with rt.board._lock:
+                lock_held.set()
+                release.wait(30)
+
+        threading.Thread(target=hold, daemon=True).start()
+        assert lock_held.wait(30)
+        return follow_up
+
+    monkeypatch.setattr(Teammate, "on_turn_end", hold_the_board)
+    rt.board.create("first")
+    rt.services.spawn_teammate(TeammateSpec(name="w1", task_id="task_1"), by="lead")
+    try:
+        assert lock_held.wait(30)
+        deadline = time.monotonic() + 10
+
+        def notified() -> bool:
+            pending = rt.team.mailbox.pending("lead")
+            return any(e.type == "idle_notification" and e.sender == "w1" for e in pending)
+
+        while not notified():  # held by the lead: w1's status change waits for the lock
+            assert time.monotonic() < deadline, "the notice waited for the board's lock"
+            time.sleep(0.005)
+    finally:
+        release.set()
+    assert rt.wait_idle(timeout=60)
+    assert rt.board.refresh().members["w1"].status == "idle"
