@@ -85,6 +85,22 @@ class Writer(threading.Thread):
         return max((b - a for a, b in itertools.pairwise(edges)), default=0.0)
 
 
+def wait_current(cluster: Any, stream: str, deadline_s: float = 60.0) -> None:
+    """Wait (bounded) until the stream's leader reports every other replica current."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        try:
+            info = cluster.stream_info(stream).get("cluster", {})
+        except Exception:  # an election under way: ask again
+            info = {}
+        replicas = info.get("replicas") or []
+        if info.get("leader") and len(replicas) == 2 and all(r.get("current") for r in replicas):
+            return
+        if time.monotonic() > deadline:
+            raise SystemExit(f"stream {stream} replicas not current within {deadline_s}s: {info}")
+        time.sleep(0.05)
+
+
 def run(settle: int) -> dict[str, float]:
     from mailboxes.journal.nats import NatsEventStore
     from tests.support.nats_server import NatsCluster, nats_server_binary
@@ -110,6 +126,10 @@ def run(settle: int) -> dict[str, float]:
             leader.start()
             cluster.wait_ready()
             writer.wait_acks(settle)
+            # A graceful stop hands the stream over to a current replica: measure it from a
+            # healthy stream (the restarted node may report healthy before it has caught up
+            # with the stream; one run in ~10 then paused 8.7 s for an election).
+            wait_current(cluster, stream)
 
             leader = cluster.stream_leader(stream)
             stopped = time.monotonic()
