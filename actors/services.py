@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from actors.board.board import Board
+    from actors.board.rules import Completion
     from actors.jobs.cron import CronView
     from actors.settings import Settings
     from actors.worktrees.actor import WorktreesHandle
@@ -103,6 +104,21 @@ class TeamServices(TeamChannel, Protocol):
     def watch(self, on_hints: OnHints, rescan_s: float = 2.0, *, inboxes: bool = True) -> Watcher:
         """A not started ``Watcher`` of the team's journal (and, with ``inboxes``, its inboxes)
         on its backend: ``actors.factory.Team.watch``."""
+        ...
+
+    def complete_task(
+        self,
+        tid: str,
+        owner: str,
+        epoch: int,
+        summary: str,
+        *,
+        commit: str | None = None,
+        remote: str | None = None,
+    ) -> Completion:
+        """``Board.complete`` for ``owner`` (fenced, durable when it returns), in one journal
+        commit with other writes of this process's members that meet it
+        (``actors.runtime.commits``)."""
         ...
 
     def spawn_teammate(self, spec: TeammateSpec, *, by: str) -> MemberView:

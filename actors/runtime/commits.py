@@ -4,13 +4,15 @@
 The board makes one append at a time, and each waits for its own ``fdatasync`` under the board's
 lock. When teammates finish together (their usage records, their status changes) or a batch of
 tasks lands while several are idle (their claims), their writes queue behind each other for
-that lock, one ``fdatasync`` each. Here, a write asked for while another thread's is being
-committed waits, and the next thread to go commits every write queued by then in ONE
-``Board.execute``: one journal lock, one ``fdatasync``, one projection sync. Nothing else
-changes: each write is decided under the journal lock against the caught-up state, with what the
-writes before it in the same commit decided (``Batch``: two claims of one commit never take the
-same task), and it returns only once that commit is durable, so acknowledged still means fsynced.
-A write whose decision raises fails alone; a commit that fails fails every write in it.
+that lock, one ``fdatasync`` each; so do their completions (``complete``, asked by the
+``complete_task`` tool through ``TeamServices.complete_task``). Here, a write asked for while
+another thread's is being committed waits, and the next thread to go commits every write queued
+by then in ONE ``Board.execute``: one journal lock, one ``fdatasync``, one projection sync.
+Nothing else changes: each write is decided under the journal lock against the caught-up state,
+with what the writes before it in the same commit decided (``Batch``: two claims of one commit
+never take the same task), and it returns only once that commit is durable, so acknowledged
+still means fsynced. A write whose decision raises fails alone; a commit that fails fails every
+write in it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from actors.board.rules import first_claimable
+from actors.board.rules import fence, first_claimable
+from actors.errors import NotOwner
 from mailboxes.events import MemberStatusChanged, draft
 
 if TYPE_CHECKING:
@@ -28,7 +31,7 @@ if TYPE_CHECKING:
     from actors.board.state import Task, TeamState
     from mailboxes.events import Event, EventDraft, Payload
 
-__all__ = ["Batch", "Decide", "SharedCommits", "claim_next", "status_change"]
+__all__ = ["Batch", "Decide", "SharedCommits", "claim_next", "complete", "status_change"]
 
 
 @dataclass
@@ -41,6 +44,8 @@ class Batch:
     """Members that claimed a task."""
     statuses: dict[str, str] = field(default_factory=dict)
     """Member statuses set."""
+    completed: set[str] = field(default_factory=set)
+    """Tasks completed."""
 
 
 Decide = Callable[["TeamState", Batch], Sequence["EventDraft"]]
@@ -163,3 +168,52 @@ def status_change(name: str, status: str, reason: str = "") -> Decide:
         return [draft(body.TYPE, name, body)]
 
     return decide
+
+
+def complete(
+    tid: str,
+    owner: str,
+    epoch: int,
+    summary: str,
+    *,
+    commit: str | None = None,
+    remote: str | None = None,
+) -> Decide:
+    """``Board.complete`` as a write (journaled by ``owner``): fenced by ``owner`` and ``epoch``
+    (an earlier write of the commit that completed ``tid`` ends the claim: ``NotOwner``); the
+    event's ``unblocked`` counts the tasks the commit's earlier writes completed as completed,
+    as if each write were its own commit in the same order (a task blocked by two tasks
+    completed in one commit is unblocked by the later one)."""
+    from mailboxes.payloads import TaskCompleted
+
+    def decide(state: TeamState, batch: Batch) -> list[EventDraft]:
+        if tid in batch.completed:
+            raise NotOwner(tid, owner, None)
+        fence(state, tid, owner, epoch)
+        body = TaskCompleted(
+            task_id=tid,
+            owner=owner,
+            epoch=epoch,
+            summary=summary,
+            unblocked=_newly_ready_after(state, tid, batch.completed),
+            commit=commit,
+            remote=remote,
+        )
+        batch.completed.add(tid)
+        return [draft(body.TYPE, owner, body)]
+
+    return decide
+
+
+def _newly_ready_after(state: TeamState, tid: str, done: set[str]) -> tuple[str, ...]:
+    """``TeamState.newly_ready_after`` with the tasks in ``done`` completed too."""
+    out = []
+    for dep_id in state.task(tid).blocks:
+        dep = state.tasks[dep_id]
+        if dep.status != "pending" or dep.owner is not None:
+            continue
+        if all(
+            b == tid or b in done or state.tasks[b].status == "completed" for b in dep.blocked_by
+        ):
+            out.append(dep_id)
+    return tuple(out)

@@ -219,6 +219,7 @@ class TeamRuntime:
             lead=lead,
             idle_timer=idle_timer,
             shutdown_timeout_s=shutdown_timeout_s,
+            commits=self.commits,
         )
         self.supervision = Supervision(
             self.hosting,

@@ -1,4 +1,5 @@
-"""``TeamServices`` as the runtime implements it: spawning, members, shutdown requests, crons.
+"""``TeamServices`` as the runtime implements it: spawning, members, shutdown requests, crons,
+and task completions sharing commits with the members' other writes (``SharedCommits``).
 
 ``RuntimeServices`` is what the team tools of every hosted agent call (from the agents' actor
 threads): it spawns teammates into ``MemberHosting`` (a task given at spawn is claimed for the
@@ -31,8 +32,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from actors.board.board import acting_as
-from actors.board.rules import check_new_member
+from actors.board.rules import Completion, check_new_member
 from actors.errors import ClaimRefused, DuplicateMember, TeamError, UnknownMember
+from actors.runtime.commits import SharedCommits, complete
 from actors.runtime.members import MemberPlan
 from actors.runtime.process import hold_lease
 from actors.services import MemberView, TeammateSpec
@@ -74,8 +76,11 @@ class RuntimeServices:
         lead: str,
         idle_timer: Timer | None,
         shutdown_timeout_s: float,
+        commits: SharedCommits | None = None,
     ) -> None:
         self._team = team
+        # Completions share commits with the members' other writes that meet them.
+        self._commits = commits if commits is not None else SharedCommits(team.board)
         self._settings = settings
         self._members = members
         self._roster = roster
@@ -107,6 +112,20 @@ class RuntimeServices:
 
     def watch(self, on_hints: OnHints, rescan_s: float = 2.0, *, inboxes: bool = True) -> Watcher:
         return self._team.watch(on_hints, rescan_s, inboxes=inboxes)
+
+    def complete_task(
+        self,
+        tid: str,
+        owner: str,
+        epoch: int,
+        summary: str,
+        *,
+        commit: str | None = None,
+        remote: str | None = None,
+    ) -> Completion:
+        decide = complete(tid, owner, epoch, summary, commit=commit, remote=remote)
+        state, events = self._commits.write(decide)
+        return Completion(state.task(tid), tuple(events[0].data["unblocked"]))
 
     # -- members -------------------------------------------------------------------------------
 

@@ -135,7 +135,8 @@ class CompleteTaskTool(TeamTool[CompleteTaskInput]):
                     "again to retry, or release_task saying what blocks it.",
                     is_error=True,
                 )
-        done = self.services.board.complete(
+        # In one commit with other teammates' writes that meet it (``TeamServices.complete_task``).
+        done = self.services.complete_task(
             task.id,
             self.agent,
             task.epoch,

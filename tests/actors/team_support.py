@@ -190,6 +190,9 @@ class RealTeam:
     def members(self) -> list[MemberView]:
         return self.services.members()
 
+    def complete_task(self, tid: str, owner: str, epoch: int, summary: str, **more: Any) -> Any:
+        return self.services.complete_task(tid, owner, epoch, summary, **more)
+
     def send(
         self,
         sender: str,

@@ -16,7 +16,8 @@ import pytest
 
 from actors.board.board import Board
 from actors.board.state import TeamState
-from actors.runtime.commits import Batch, SharedCommits, claim_next, status_change
+from actors.errors import NotOwner, StaleEpoch
+from actors.runtime.commits import Batch, SharedCommits, claim_next, complete, status_change
 from mailboxes.errors import WriteFailed
 from mailboxes.events import Event, EventDraft, MemberSpawned
 from mailboxes.journal.store import FileJournal
@@ -228,3 +229,77 @@ def test_a_claim_takes_only_tasks_of_its_role_that_it_accepts(
     drafts = claim_next("w1", role=role, accept=accept)(board.state, Batch())
     expected = "task_1" if role == "tester" else "task_2"
     assert [d.data["task_id"] for d in drafts] == [expected]
+
+
+def _claimed_pair_and_dependent(tmp_path: Path, sync: GatedSync) -> Board:
+    """task_1 held by w1 and task_2 by w2 (epoch 1 each); task_3 blocked by both."""
+    board = _team(tmp_path, sync, tasks=2, members=2)
+    board.create("after both", blocked_by=["task_1", "task_2"])
+    assert board.claim("task_1", "w1").ok and board.claim("task_2", "w2").ok
+    return board
+
+
+def test_completions_of_one_commit_unblock_a_task_once_all_its_blockers_are_done(
+    tmp_path: Path,
+) -> None:
+    sync = GatedSync()
+    board = _claimed_pair_and_dependent(tmp_path, sync)
+    commits = SharedCommits(board)
+    sync.calls = 0
+    writers = _meet(
+        commits,
+        sync,
+        status_change("w1", "working"),
+        {
+            "w1": complete("task_1", "w1", 1, "one", commit="abc", remote="origin"),
+            "w2": complete("task_2", "w2", 1, "two"),
+        },
+    )
+    assert writers.errors == {} and sync.calls == 2  # the two completions: one commit
+    stored = list(FileJournal(tmp_path / ".team").read_from(1))[-2:]
+    assert [(e.type, e.actor) for e in stored] == [
+        ("task.completed", stored[0].data["owner"]),
+        ("task.completed", stored[1].data["owner"]),
+    ]
+    # As if committed one after the other: only the later one finds both blockers done.
+    assert [list(e.data["unblocked"]) for e in stored] == [[], ["task_3"]]
+    first = stored[0].data
+    if first["task_id"] == "task_1":
+        assert (first["summary"], first["commit"], first["remote"]) == ("one", "abc", "origin")
+    for name, task_id in (("w1", "task_1"), ("w2", "task_2")):
+        state, events = writers.results[name]
+        assert [e.data["task_id"] for e in events] == [task_id]
+        assert state.task(task_id).status == "completed"
+    state = Board(FileJournal(tmp_path / ".team")).state
+    assert [t.id for t in state.ready()] == ["task_3"]
+
+
+def test_a_completion_is_fenced_and_fails_alone(tmp_path: Path) -> None:
+    board = _claimed_pair_and_dependent(tmp_path, GatedSync())
+    batch = Batch()
+    with pytest.raises(StaleEpoch):
+        complete("task_1", "w1", 2, "stale")(board.state, batch)
+    with pytest.raises(NotOwner):
+        complete("task_1", "w2", 1, "not mine")(board.state, batch)
+    assert len(complete("task_1", "w1", 1, "done")(board.state, batch)) == 1
+    # Completed earlier in the same commit: the claim is over.
+    with pytest.raises(NotOwner):
+        complete("task_1", "w1", 1, "again")(board.state, batch)
+    assert batch.completed == {"task_1"}
+
+
+def test_a_stale_completion_in_a_shared_commit_leaves_the_others_to_it(tmp_path: Path) -> None:
+    sync = GatedSync()
+    board = _claimed_pair_and_dependent(tmp_path, sync)
+    writers = _meet(
+        SharedCommits(board),
+        sync,
+        status_change("w1", "working"),
+        {"stale": complete("task_1", "w1", 5, "late"), "w2": complete("task_2", "w2", 1, "ok")},
+    )
+    assert list(writers.errors) == ["stale"] and isinstance(writers.errors["stale"], StaleEpoch)
+    state = Board(FileJournal(tmp_path / ".team")).state
+    assert (state.task("task_1").status, state.task("task_2").status) == (
+        "in_progress",
+        "completed",
+    )
