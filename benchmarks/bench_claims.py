@@ -40,6 +40,10 @@ def worker(root: str, name: str, project: bool, barrier: Barrier, results: Any) 
     # whole path once, so modules a command imports on first use (event payloads) are loaded
     # before the race rather than inside it, 16 times at once.
     assert not board.claim_next(name, accept=lambda _task: False).ok
+    # That claim writes no projection, and the first one written loads the C library's
+    # renameat2 through ctypes (mailboxes/fsutil.py): load it here as well.
+    import ctypes  # noqa: F401
+
     barrier.wait(timeout=120)
     cpu = time.process_time()
     claims = 0

@@ -442,6 +442,11 @@ def _copy(mapping: Mapping[K, V]) -> dict[K, V]:
     return dict(mapping)
 
 
+RECENT_MAX = 256
+"""How many task changes ``TeamState.recent`` keeps (a projection write after a command finds
+its tasks there; a bigger batch, such as a replay, falls back to a scan)."""
+
+
 class StateGap(TeamError):
     """An event seq that skips ahead of the state: the caller lost events (a bug)."""
 
@@ -484,7 +489,9 @@ class _Builder:
     """
 
     __slots__ = (
+        "_changed",
         "_owned",
+        "_start",
         "agent_usage",
         "holdings",
         "members",
@@ -503,6 +510,8 @@ class _Builder:
 
     def __init__(self, state: TeamState) -> None:
         self._owned: set[str] = set()
+        self._start = state
+        self._changed: list[str] = []
         self.name = state.name
         self.seq = state.seq
         self.team_seq = state.team_seq
@@ -533,11 +542,31 @@ class _Builder:
             return self.tasks  # type: ignore[return-value]
         return self._own("tasks")
 
+    def _store(self, tid: str, task: Task) -> None:
+        """Put ``task`` in the task map (noted for ``TeamState.recent``)."""
+        self._tasks()[tid] = task
+        self._changed.append(tid)
+
+    def _recent(self) -> tuple[tuple[str, ...], int]:
+        """``TeamState.recent`` and ``recent_from`` after this batch: the start state's plus
+        this batch's while they fit in ``RECENT_MAX``, else this batch's alone (complete from
+        its first seq), else none (complete from the next seq: no task has a seq above ours)."""
+        start = self._start
+        changed = self._changed
+        if not changed:
+            return start.recent, start.recent_from
+        if len(start.recent) + len(changed) <= RECENT_MAX and start.recent_from <= start.seq + 1:
+            return start.recent + tuple(changed), start.recent_from
+        if len(changed) <= RECENT_MAX:
+            return tuple(changed), start.seq + 1
+        return (), self.seq + 1
+
     def _frozen(self, name: str) -> Mapping[Any, Any]:
         current: Mapping[Any, Any] = getattr(self, name)
         return MappingProxyType(current) if name in self._owned else current
 
     def freeze(self) -> TeamState:
+        recent, recent_from = self._recent()
         return TeamState(
             name=self.name,
             seq=self.seq,
@@ -553,6 +582,8 @@ class _Builder:
             agent_usage=self._frozen("agent_usage"),
             task_usage=self._frozen("task_usage"),
             untasked_usage=self.untasked_usage,
+            recent=recent,
+            recent_from=recent_from,
         )
 
     def apply_all(self, events: Iterable[Event], first: Event | None = None) -> _Builder:
@@ -611,7 +642,7 @@ class _Builder:
         for name, value in changes.items():
             values[_TASK_FIELD[name]] = value
         new = Task._make(values)
-        self._tasks()[task.id] = new
+        self._store(task.id, new)
         return new
 
     def _link(self, tid: str, blockers: Iterable[str], event: Event) -> None:
@@ -718,7 +749,7 @@ class _Builder:
         values[_METADATA] = MappingProxyType(dict(metadata)) if metadata else _NO_METADATA
         values[_VERIFY] = verify
         values[_SEQ] = event.seq
-        self._tasks()[tid] = Task._make(values)
+        self._store(tid, Task._make(values))
         if blocked_by:
             self._link(tid, blocked_by, event)
 
@@ -758,7 +789,7 @@ class _Builder:
         values[_HUMAN] = human
         values[_EPOCH] = epoch
         values[_PLAN] = _PLAN_REQUIRED if task.plan.required else _NO_PLAN
-        self._tasks()[tid] = Task._make(values)
+        self._store(tid, Task._make(values))
         self._own("holdings")[owner] = tid
         self.team_seq = event.seq
 
@@ -796,7 +827,7 @@ class _Builder:
         values[_STATUS] = "completed"
         values[_OWNER] = owner
         values[_SUMMARY] = summary
-        self._tasks()[tid] = Task._make(values)
+        self._store(tid, Task._make(values))
         record = self.worktrees.get(task.worktree) if task.worktree else None
         if record is not None and commit is not None:
             self._own("worktrees")[record.name] = record._replace(

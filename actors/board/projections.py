@@ -44,7 +44,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from itertools import compress
-from json.encoder import encode_basestring
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+from math import isfinite
 from operator import itemgetter, methodcaller
 from pathlib import Path
 from typing import Any, Literal
@@ -183,7 +184,23 @@ def _dumps(value: Any) -> str:
         return int.__repr__(value)
     if value is None or kind is bool:
         return _SCALARS[value]
+    if kind is float and isfinite(value):  # a task's times
+        return float.__repr__(value)
+    if not value and (kind is list or kind is dict):
+        return "[]" if kind is list else "{}"
+    if _C_ENCODE is not None and (kind is dict or kind is list):
+        # The C encoder ``JSONEncoder.encode`` would make for this one call, made once.
+        return "".join(_C_ENCODE(value, 0))
     return _ENCODER.encode(value)
+
+
+_C_ENCODE = (
+    None
+    if c_make_encoder is None
+    else c_make_encoder(
+        None, _ENCODER.default, encode_basestring, None, ": ", ", ", False, False, True
+    )
+)
 
 
 class Projections:
@@ -343,7 +360,7 @@ class Projections:
     def write(self, state: TeamState, *, since: int) -> None:
         """Write what changed at or after seq ``since`` (tasks, and the team view)."""
         self._dirs()
-        changed = [task for task in state.tasks.values() if task.seq >= since]
+        changed = state.changed_since(since)
         # A task file made by a command (not a bulk import) gets its spare at once, so that
         # claiming and completing the task make no inode (``_Swapper``).
         born = len(changed) <= SPARES_AT_BIRTH

@@ -207,6 +207,14 @@ class WorktreeRecord(NamedTuple):
     """The git remote ``completed_commit`` was pushed to (None = it stayed in its clone)."""
 
 
+NO_RECENT = 1 << 62
+"""``TeamState.recent_from`` of a state whose ``recent`` covers nothing."""
+
+
+def _task_key(task: Task) -> int:
+    return task_number(task.id)
+
+
 @dataclass(frozen=True, slots=True)
 class TeamState:
     """Everything folded from the journal up to ``seq``. Treat the maps as read-only."""
@@ -229,6 +237,23 @@ class TeamState:
     """Model usage per task: the calls made by an agent while it held the task."""
     untasked_usage: UsageTotals = NO_USAGE
     """Model usage of calls made holding no task (the lead's, a teammate's between tasks)."""
+    recent: tuple[str, ...] = field(default=(), compare=False)
+    """Ids of the tasks the last folds changed (repeats allowed): every task whose ``seq`` is at
+    least ``recent_from`` is among them (``changed_since``). Kept by the fold, bounded."""
+    recent_from: int = field(default=NO_RECENT, compare=False)
+    """The seq from which ``recent`` is complete (``NO_RECENT``: it covers nothing, as in a state
+    loaded from a snapshot or built by hand)."""
+
+    def changed_since(self, since: int) -> list[Task]:
+        """Every task whose ``seq`` is at least ``since``, in id order. From ``recent`` when it
+        covers ``since`` (a projection write after a claim looks at a few tasks, not all) and
+        is shorter than the task map."""
+        tasks = self.tasks
+        if since < self.recent_from or len(self.recent) >= len(tasks):
+            return [task for task in tasks.values() if task.seq >= since]
+        found = [tasks[tid] for tid in dict.fromkeys(self.recent) if tasks[tid].seq >= since]
+        found.sort(key=_task_key)
+        return found
 
     def task(self, tid: str) -> Task:
         """The task ``tid`` (``UnknownTask`` if it was never created)."""
