@@ -331,7 +331,19 @@ def test_a_teammate_turns_idle_while_its_notice_is_delivered_and_the_lead_gets_e
         "match": r"You now hold task (?P<id>task_\d+) ",
         "tool_uses": [{"name": "complete_task", "input": {"task_id": "{id}", "summary": "did"}}],
     }
-    model = Recording(
+    both_spawned = threading.Event()
+
+    class BothAtWork(Recording):
+        """w1's call waits (bounded) until w2 is on the team: on a loaded machine w1 could
+        otherwise finish and report before w2 is even spawned, and the lead would then rightly
+        take w1's notice alone."""
+
+        def complete(self, request: ModelRequest) -> ModelResponse:
+            if request.agent == "w1":
+                assert both_spawned.wait(timeout=30)
+            return super().complete(request)
+
+    model = BothAtWork(
         {
             "agents": {
                 "*": {"rules": [done]},
@@ -346,6 +358,7 @@ def test_a_teammate_turns_idle_while_its_notice_is_delivered_and_the_lead_gets_e
     rt.board.create("second")
     rt.services.spawn_teammate(TeammateSpec(name="w1", task_id="task_1"), by="lead")
     rt.services.spawn_teammate(TeammateSpec(name="w2", task_id="task_2"), by="lead")
+    both_spawned.set()
     assert rt.wait_idle(timeout=60)
     assert rt.failures() == {}
     assert waited == [True], "w2's status waited for its notice"
