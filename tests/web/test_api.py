@@ -12,7 +12,7 @@ import pytest
 from actors.protocols import plan_mode_active
 from actors.tools.toolsets import NO_HOOKS, lead_tools, teammate_tools
 from tests.actors.team_support import Driver, RealTeam, real_team
-from tests.web.conftest import WebServer, teamctl
+from tests.web.conftest import STOP_TIMEOUT_S, WebServer, teamctl
 from tests.web.sse_support import next_journal_event, sse_events
 
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -223,9 +223,12 @@ def test_ctrl_c_stops_the_server_cleanly_with_a_stream_open(web: WebServer) -> N
     with web.client() as http, http.stream("GET", "/api/events") as response:
         assert response.status_code == 200
         web.process.send_signal(signal.SIGINT)
+        # One Ctrl-C: wait for the exit before ``stop``, which would press it again (a second
+        # Ctrl-C forces the exit without the graceful end of the stream).
+        web.process.wait(timeout=STOP_TIMEOUT_S)
         code = web.stop()
     assert code == 130
-    assert "Traceback" not in web.stderr_text
+    assert "Traceback" not in web.stderr_text, web.stderr_text
     assert web.stderr_text.strip() == "interrupted"
 
 
