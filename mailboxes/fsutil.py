@@ -49,7 +49,7 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def _tmp_for(path: Path) -> Path:
+def tmp_for(path: Path) -> Path:
     """The tmp file a writer of ``path`` fills before replacing it (``remove_orphan_tmp``
     clears one left by a writer that died)."""
     return path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -57,7 +57,7 @@ def _tmp_for(path: Path) -> Path:
 
 def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Replace ``path`` with ``data``: tmp file + fsync + rename + fsync(dir)."""
-    tmp = _tmp_for(path)
+    tmp = tmp_for(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         try:
@@ -90,19 +90,19 @@ def swap_in(path: Path, data: bytes) -> None:
     rename does the same job.
     """
     target = os.fspath(path)
-    tmp = os.fspath(_tmp_for(path))
+    tmp = os.fspath(tmp_for(path))
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
     try:
         try:
             write_all(fd, data)
         finally:
             os.close(fd)
-        if _exchange(tmp, target):
+        if exchange(tmp, target):
             try:
                 os.unlink(tmp)
             except IsADirectoryError:
                 # A folder was in the way (a rename over it fails): put it back and fail alike.
-                _exchange(tmp, target)
+                exchange(tmp, target)
                 raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), target) from None
         else:
             os.replace(tmp, target)
@@ -148,7 +148,7 @@ class _Exchange:
         raise OSError(err, os.strerror(err), b)
 
 
-_exchange = _Exchange()
+exchange = _Exchange()
 
 
 def remove_orphan_tmp(folder: Path) -> list[Path]:

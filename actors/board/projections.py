@@ -53,14 +53,14 @@ from typing import Any, Literal
 from actors.board.state import Task, TeamState, task_number
 from mailboxes.fsutil import (
     BadJson,
-    _exchange,
     atomic_write,
+    exchange,
     remove_orphan_tmp,
     strict_loads,
     swap_in,
+    tmp_for,
     write_all,
 )
-from mailboxes.fsutil import _tmp_for as _tmp_name
 
 log = logging.getLogger("actors.board.projections")
 
@@ -725,7 +725,7 @@ class _Swapper:
         ``keep``: keep the replaced inode as the spare of ``path`` (else delete it); ``born``:
         if ``path`` is new, give it a spare at once, so even its first rewrite makes no
         inode."""
-        if not (self.works and _exchange.works):
+        if not (self.works and exchange.works):
             return False
         target = os.fspath(path)
         spare = _spare_for(target)
@@ -746,7 +746,7 @@ class _Swapper:
                 _hook("leased", fd)
                 os.pwrite(fd, data, 0)
                 os.ftruncate(fd, len(data))
-                if not _exchange(spare, target):
+                if not exchange(spare, target):
                     return False  # no file to exchange with: the caller makes it
                 _swapped_out(spare, target, keep=keep)
             finally:
@@ -782,14 +782,14 @@ class _Swapper:
         if not keep:
             return False
         target = os.fspath(path)
-        tmp = os.fspath(_tmp_name(path))
+        tmp = os.fspath(tmp_for(path))
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
         try:
             try:
                 write_all(fd, data)
             finally:
                 os.close(fd)
-            if not _exchange(tmp, target):
+            if not exchange(tmp, target):
                 os.replace(tmp, target)  # a first write: nothing to keep
                 if born:
                     _born_spare(spare, data)
@@ -809,7 +809,7 @@ def _swapped_out(name: str, target: str, *, keep: bool) -> bool:
     file is deleted, as is a regular one not kept. True if a file to keep is at ``name``."""
     mode = os.lstat(name).st_mode
     if stat.S_ISDIR(mode):
-        _exchange(name, target)
+        exchange(name, target)
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), target)
     if keep and stat.S_ISREG(mode):
         return True

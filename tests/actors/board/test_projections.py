@@ -262,7 +262,7 @@ def test_a_rewrite_does_not_rename_over_the_file(
 def test_swap_in_without_the_exchange_renames(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(fsutil._exchange, "works", False)
+    monkeypatch.setattr(fsutil.exchange, "works", False)
     path = tmp_path / "f.json"
     projections.swap_in(path, b"one")  # nothing to exchange with: a plain rename
     projections.swap_in(path, b"two")
