@@ -14,7 +14,7 @@ is immutable; states share the values they did not change.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
@@ -291,14 +291,17 @@ class TeamState:
         tasks = self.tasks
         return [d for d in self.task(tid).blocks if tasks[d].status in ("pending", "in_progress")]
 
-    def newly_ready_after(self, tid: str) -> tuple[str, ...]:
-        """Dependents of ``tid`` that become ready once ``tid`` completes (it is not yet)."""
+    def newly_ready_after(self, tid: str, done: Collection[str] = ()) -> tuple[str, ...]:
+        """Dependents of ``tid`` that become ready once ``tid`` completes (it is not yet), with
+        the tasks in ``done`` counted as completed too (completed earlier in the same commit)."""
         out = []
         for dep_id in self.task(tid).blocks:
             dep = self.tasks[dep_id]
             if dep.status != "pending" or dep.owner is not None:
                 continue
-            if all(b == tid or self.tasks[b].status == "completed" for b in dep.blocked_by):
+            if all(
+                b == tid or b in done or self.tasks[b].status == "completed" for b in dep.blocked_by
+            ):
                 out.append(dep_id)
         return tuple(out)
 

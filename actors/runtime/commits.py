@@ -195,7 +195,7 @@ def complete(
             owner=owner,
             epoch=epoch,
             summary=summary,
-            unblocked=_newly_ready_after(state, tid, batch.completed),
+            unblocked=state.newly_ready_after(tid, batch.completed),
             commit=commit,
             remote=remote,
         )
@@ -203,17 +203,3 @@ def complete(
         return [draft(body.TYPE, owner, body)]
 
     return decide
-
-
-def _newly_ready_after(state: TeamState, tid: str, done: set[str]) -> tuple[str, ...]:
-    """``TeamState.newly_ready_after`` with the tasks in ``done`` completed too."""
-    out = []
-    for dep_id in state.task(tid).blocks:
-        dep = state.tasks[dep_id]
-        if dep.status != "pending" or dep.owner is not None:
-            continue
-        if all(
-            b == tid or b in done or state.tasks[b].status == "completed" for b in dep.blocked_by
-        ):
-            out.append(dep_id)
-    return tuple(out)
