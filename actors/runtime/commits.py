@@ -13,10 +13,17 @@ with what the writes before it in the same commit decided (``Batch``: two claims
 never take the same task), and it returns only once that commit is durable, so acknowledged
 still means fsynced. A write whose decision raises fails alone; a commit that fails fails every
 write in it.
+
+A write that nobody waits for (a model call's usage record, ``actors.runtime.usage``) is
+``defer``-red: queued without waiting, it goes out with the next write of any thread (typically
+its agent's own next one: the completion or status change its turn ends with), or is committed by
+the process's timer thread ``DEFER_S`` later if no write came first; ``settle`` (before the
+agent's next model call) and ``flush`` (when the runtime stops) wait until it is durable.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,9 +36,25 @@ from mailboxes.events import MemberStatusChanged, draft
 if TYPE_CHECKING:
     from actors.board.board import Board
     from actors.board.state import Task, TeamState
+    from actors.runtime.process import Timer
     from mailboxes.events import Event, EventDraft, Payload
 
-__all__ = ["Batch", "Decide", "SharedCommits", "claim_next", "complete", "status_change"]
+__all__ = [
+    "DEFER_S",
+    "Batch",
+    "Decide",
+    "Deferred",
+    "SharedCommits",
+    "claim_next",
+    "complete",
+    "status_change",
+]
+
+log = logging.getLogger(__name__)
+
+DEFER_S = 0.05
+"""The longest a deferred write waits for another write to carry it before the timer commits it
+(what a reader of the journal, e.g. ``teamctl cost``, may lag behind a model call)."""
 
 
 @dataclass
@@ -54,7 +77,7 @@ backend may ask again, with a newer state and a fresh batch)."""
 
 
 class _Write:
-    __slots__ = ("decide", "done", "error", "events", "state")
+    __slots__ = ("cancel", "decide", "done", "error", "events", "state")
 
     def __init__(self, decide: Decide) -> None:
         self.decide = decide
@@ -62,13 +85,31 @@ class _Write:
         self.error: BaseException | None = None
         self.events: tuple[Event, ...] = ()
         self.state: TeamState | None = None
+        self.cancel: Callable[[], None] | None = None  # a deferred write's timer
+
+
+class Deferred:
+    """A write queued by ``SharedCommits.defer``: ``settle`` it to wait until it is durable."""
+
+    __slots__ = ("_write",)
+
+    def __init__(self, write: _Write) -> None:
+        self._write = write
+
+    @property
+    def done(self) -> bool:
+        """Committed (or failed)."""
+        return self._write.done
 
 
 class SharedCommits:
-    """Writes of any thread of this process to ``board``, committed together when they meet."""
+    """Writes of any thread of this process to ``board``, committed together when they meet.
+    ``timer`` (the process's, ``actors.runtime.process.thread_timer``) commits deferred writes
+    that no other write carried within ``DEFER_S``; without one, ``defer`` commits at once."""
 
-    def __init__(self, board: Board) -> None:
+    def __init__(self, board: Board, *, timer: Timer | None = None) -> None:
         self.board = board
+        self._timer = timer
         self._cond = threading.Condition(threading.Lock())
         self._queue: list[_Write] = []
         self._committing = False
@@ -79,25 +120,77 @@ class SharedCommits:
         mine = _Write(decide)
         with self._cond:
             self._queue.append(mine)
+        self._until_done(mine)
+        if mine.error is not None:
+            raise mine.error
+        assert mine.state is not None
+        return mine.state, mine.events
+
+    def defer(self, decide: Decide) -> Deferred:
+        """Queue ``decide`` without waiting for it: it is committed with the next write of any
+        thread, by ``settle``/``flush``, or ``DEFER_S`` from now, whichever comes first. Not
+        durable until then: a crash before loses it (the caller says what that costs)."""
+        mine = _Write(decide)
+        with self._cond:
+            self._queue.append(mine)
+        if self._timer is None:
+            self._until_done(mine)
+            return Deferred(mine)
+
+        def due() -> None:
+            try:
+                self._until_done(mine)
+            except Exception:  # a timer thread must not die; the next settle raises
+                log.exception("a deferred journal write failed")
+            if mine.error is not None:
+                log.warning("a deferred journal write failed: %s", mine.error)
+
+        cancel = self._timer(DEFER_S, due)
+        with self._cond:
+            if mine.done:
+                cancel()
+            else:
+                mine.cancel = cancel
+        return Deferred(mine)
+
+    def settle(self, deferred: Deferred) -> None:
+        """Wait until ``deferred`` is durable (committing it now if nobody is); raises what its
+        write or its commit raised."""
+        write = deferred._write
+        self._until_done(write)
+        if write.error is not None:
+            raise write.error
+
+    def flush(self) -> None:
+        """Commit every write queued so far (deferred ones included) and wait for it."""
+        with self._cond:
+            last = self._queue[-1] if self._queue else None
+        if last is not None:
+            self._until_done(last)
+
+    def _until_done(self, mine: _Write) -> None:
+        """Return once ``mine`` is committed: by the thread committing now (wait for it), or by
+        this one, committing everything queued when nobody else is."""
+        with self._cond:
             while self._committing and not mine.done:
                 self._cond.wait()
             batch: list[_Write] = []
             if not mine.done:  # nobody commits: this thread commits everything queued
                 self._committing = True
                 batch, self._queue = self._queue, []
-        if batch:
-            try:
-                self._commit(batch)
-            finally:
-                with self._cond:
-                    for write in batch:
-                        write.done = True
-                    self._committing = False
-                    self._cond.notify_all()
-        if mine.error is not None:
-            raise mine.error
-        assert mine.state is not None
-        return mine.state, mine.events
+        if not batch:
+            return
+        try:
+            self._commit(batch)
+        finally:
+            with self._cond:
+                for write in batch:
+                    write.done = True
+                    if write.cancel is not None:
+                        write.cancel()
+                        write.cancel = None
+                self._committing = False
+                self._cond.notify_all()
 
     def _commit(self, batch: list[_Write]) -> None:
         spans: list[tuple[int, int]] = []

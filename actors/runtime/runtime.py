@@ -176,7 +176,8 @@ class TeamRuntime:
 
         # One ``SharedCommits`` for the usage records, status changes and claims of every member
         # hosted here: the ones that meet share a journal commit.
-        self.commits = SharedCommits(team.board)
+        # A usage record rides on its agent's next write (``SharedCommits.defer``).
+        self.commits = SharedCommits(team.board, timer=thread_timer)
         self.usage = UsageMeter(team.board, settings.team, on_hit=cap_reached, commits=self.commits)
         self.decisions = JournalDecisions(team.journal, None)
         self.worktrees = TaskWorktrees(
@@ -464,6 +465,8 @@ class TeamRuntime:
         with contextlib.suppress(Exception):  # one journal commit for all (docs/RELIABILITY.md)
             self.hosting.pause_members(names, reason, timeout_s=self._shutdown_timeout_s)
         self.hosting.finish_stops(timeout_s=self._shutdown_timeout_s)
+        with contextlib.suppress(Exception):  # usage records no write carried yet
+            self.commits.flush()
         with contextlib.suppress(Exception):
             self.worktrees.stop()
         self.background.stop()

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from actors.runtime.commits import SharedCommits
+from actors.runtime.commits import Deferred, SharedCommits
 from harness.loop import total_tokens
 from harness.model.pricing import cost_usd
 from mailboxes.events import UsageRecorded, draft
@@ -137,6 +137,7 @@ class MeteredModel:
         self._meter = meter
 
     def complete(self, request: ModelRequest) -> ModelResponse:
+        self._meter.settle(self._agent)  # the previous call's record is durable first
         response = self._inner.complete(request)
         self._meter.record(self._agent, response)
         return response
@@ -166,6 +167,8 @@ class UsageMeter:
         self._turns: dict[str, tuple[object, int]] = {}
         """Per agent: its current turn and ``_spent`` when the turn's first check ran."""
         self._hits: dict[tuple[str, str], CapHit] = {}
+        self._pending: dict[str, Deferred] = {}
+        """Per agent: its last call's record, until settled."""
 
     def client(self, agent: str, inner: ModelClient) -> ModelClient:
         """``agent``'s model client: ``inner``, metered."""
@@ -173,15 +176,21 @@ class UsageMeter:
 
     def record(self, agent: str, response: ModelResponse) -> None:
         """Journal ``response``'s billed usage as ``agent``'s call, charged to the task it
-        holds now (decided under the journal lock)."""
+        holds (decided under the journal lock; the task it held as the call returned when its
+        own write gave it up first). Deferred: the record goes out with the agent's next write
+        (or another thread's, or within ``DEFER_S``) and is durable before its next model call
+        (``settle``)."""
         usage = response.billed_usage
         cost = cost_usd(response.model, usage)
+        # The task it held as the call returned, as this process knows the board: charged when
+        # the agent's own write released or completed it before the record's commit.
+        held = self._board.state.holdings.get(agent)
 
         def decision(state: TeamState, _batch: Batch) -> list[EventDraft]:
             body = UsageRecorded(
                 agent=agent,
                 model=response.model,
-                task_id=state.holdings.get(agent),
+                task_id=state.holdings.get(agent) or held,
                 input_tokens=usage.input_tokens,
                 output_tokens=usage.output_tokens,
                 cache_read_input_tokens=usage.cache_read_input_tokens,
@@ -190,13 +199,23 @@ class UsageMeter:
             )
             return [draft(body.TYPE, agent, body)]
 
-        self._commits.write(decision)
+        pending = self._commits.defer(decision)
         with self._lock:
             self._spent[agent] = self._spent.get(agent, 0) + total_tokens(usage)
+            self._pending[agent] = pending
+
+    def settle(self, agent: str) -> None:
+        """Wait until ``agent``'s last record is durable (at once when it is; raises what its
+        commit raised). Called before each of its model calls and cap checks."""
+        with self._lock:
+            pending = self._pending.pop(agent, None)
+        if pending is not None:
+            self._commits.settle(pending)
 
     def check(self, agent: str, turn: object) -> CapHit | None:
         """The cap ``agent``'s next model call would go past, or None. ``turn`` names the
         agent's current turn (a new value starts counting its tokens afresh)."""
+        self.settle(agent)  # its last call counts
         with self._lock:
             spent = self._spent.get(agent, 0)
             started = self._turns.get(agent)

@@ -17,10 +17,18 @@ import pytest
 from actors.board.board import Board
 from actors.board.state import TeamState
 from actors.errors import NotOwner, StaleEpoch
-from actors.runtime.commits import Batch, SharedCommits, claim_next, complete, status_change
+from actors.runtime.commits import (
+    DEFER_S,
+    Batch,
+    SharedCommits,
+    claim_next,
+    complete,
+    status_change,
+)
 from mailboxes.errors import WriteFailed
 from mailboxes.events import Event, EventDraft, MemberSpawned
 from mailboxes.journal.store import FileJournal
+from tests.actors.runtime.test_stalls import ManualTimer
 
 DEADLINE_S = 30.0
 
@@ -303,3 +311,93 @@ def test_a_stale_completion_in_a_shared_commit_leaves_the_others_to_it(tmp_path:
         "in_progress",
         "completed",
     )
+
+
+def _stored_types(tmp_path: Path) -> list[tuple[str, str]]:
+    return [(e.type, e.actor) for e in FileJournal(tmp_path / ".team").read_from(1)]
+
+
+def _counting(board: Board) -> list[int]:
+    executes: list[int] = []
+    execute = board.execute
+
+    def counted(decision: Callable[[TeamState], Any]) -> Any:
+        executes.append(1)
+        return execute(decision)
+
+    board.execute = counted  # type: ignore[method-assign]
+    return executes
+
+
+def test_a_deferred_write_waits_and_goes_out_in_the_next_writes_commit(tmp_path: Path) -> None:
+    board = _team(tmp_path, GatedSync(), tasks=1, members=2)
+    timer = ManualTimer()
+    commits = SharedCommits(board, timer=timer)
+    executes = _counting(board)
+    before = _stored_types(tmp_path)
+    deferred = commits.defer(status_change("w1", "working"))
+    # Queued, not written: nothing new in the journal, nothing committed.
+    assert not deferred.done and _stored_types(tmp_path) == before and executes == []
+    _state, events = commits.write(claim_next("w2"))
+    assert [e.type for e in events] == ["task.claimed"]
+    assert deferred.done and executes == [1]  # one commit carried both
+    assert _stored_types(tmp_path)[len(before) :] == [
+        ("member.status_changed", "w1"),  # queued first, committed first
+        ("task.claimed", "w2"),
+    ]
+    assert timer.fire(DEFER_S) == 0  # its timer was cancelled with the commit
+    commits.settle(deferred)  # durable already: returns at once
+    assert executes == [1]
+
+
+def test_a_deferred_write_no_write_carries_is_committed_by_its_timer(tmp_path: Path) -> None:
+    board = _team(tmp_path, GatedSync(), tasks=0, members=1)
+    timer = ManualTimer()
+    commits = SharedCommits(board, timer=timer)
+    before = _stored_types(tmp_path)
+    deferred = commits.defer(status_change("w1", "working"))
+    assert _stored_types(tmp_path) == before
+    assert timer.fire(DEFER_S) == 1
+    assert deferred.done
+    assert _stored_types(tmp_path)[len(before) :] == [("member.status_changed", "w1")]
+
+
+def test_settle_commits_a_deferred_write_now_and_raises_what_it_raised(tmp_path: Path) -> None:
+    board = _team(tmp_path, GatedSync(), tasks=0, members=1)
+    timer = ManualTimer()
+    commits = SharedCommits(board, timer=timer)
+    before = _stored_types(tmp_path)
+    deferred = commits.defer(status_change("w1", "working"))
+    commits.settle(deferred)
+    assert deferred.done
+    assert _stored_types(tmp_path)[len(before) :] == [("member.status_changed", "w1")]
+    assert timer.fire(DEFER_S) == 0
+
+    def broken(state: TeamState, batch: Batch) -> list[EventDraft]:
+        raise ValueError("no such thing")
+
+    failed = commits.defer(broken)
+    with pytest.raises(ValueError, match="no such thing"):
+        commits.settle(failed)
+    with pytest.raises(ValueError):  # asked again: still the same failure
+        commits.settle(failed)
+
+
+def test_flush_commits_every_deferred_write(tmp_path: Path) -> None:
+    board = _team(tmp_path, GatedSync(), tasks=0, members=2)
+    commits = SharedCommits(board, timer=ManualTimer())
+    executes = _counting(board)
+    commits.flush()  # nothing queued: no commit
+    assert executes == []
+    first = commits.defer(status_change("w1", "working"))
+    second = commits.defer(status_change("w2", "working"))
+    commits.flush()
+    assert first.done and second.done and executes == [1]
+
+
+def test_without_a_timer_a_deferred_write_is_committed_at_once(tmp_path: Path) -> None:
+    board = _team(tmp_path, GatedSync(), tasks=0, members=1)
+    before = _stored_types(tmp_path)
+    deferred = SharedCommits(board).defer(status_change("w1", "working"))
+    assert deferred.done
+    assert _stored_types(tmp_path)[len(before) :] == [("member.status_changed", "w1")]

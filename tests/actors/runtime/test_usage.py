@@ -236,3 +236,67 @@ def test_a_teammate_held_back_by_a_cap_is_not_taken_for_stalled(
     assert rt.board.refresh().members["w1"].status != "stalled"
     assert rt.board.refresh().task_usage["task_1"].calls == 1
     assert not rt.is_idle()  # held back, not done
+
+
+class _Probe:
+    """A model that answers at once and notes, at each call, the usage records journaled."""
+
+    def __init__(self, team: Team) -> None:
+        self.team = team
+        self.seen: list[int] = []
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        self.seen.append(len(_recorded(self.team)))
+        return _response("claude-haiku-4-5", Usage(input_tokens=7, output_tokens=3))
+
+
+def _request(agent: str) -> ModelRequest:
+    return ModelRequest(
+        model="claude-haiku-4-5",
+        messages=(Message(role="user", content=(TextBlock(text="go"),)),),
+        agent=agent,
+    )
+
+
+def test_a_record_is_durable_before_the_agents_next_model_call(team: Team) -> None:
+    from actors.runtime.commits import DEFER_S, SharedCommits
+
+    timer = ManualTimer()
+    meter = UsageMeter(team.board, TeamSettings(), commits=SharedCommits(team.board, timer=timer))
+    probe = _Probe(team)
+    client = meter.client("w1", probe)
+    for _ in range(3):
+        client.complete(_request("w1"))
+    # Each call found every earlier call journaled; the last one's record waits for a write
+    # to carry it, or its timer.
+    assert probe.seen == [0, 1, 2]
+    assert len(_recorded(team)) == 2
+    assert timer.fire(DEFER_S) == 1
+    assert len(_recorded(team)) == 3
+
+
+def test_the_cap_check_counts_the_agents_last_call(team: Team) -> None:
+    from actors.runtime.commits import SharedCommits
+
+    caps = TeamSettings(max_tokens=10)
+    meter = UsageMeter(team.board, caps, commits=SharedCommits(team.board, timer=ManualTimer()))
+    meter.record("w1", _response("claude-haiku-4-5", Usage(input_tokens=7, output_tokens=3)))
+    hit = meter.check("w1", turn=1)
+    assert hit is not None and hit.setting == "team.max_tokens" and hit.spent == 10
+
+
+def test_a_deferred_record_is_charged_to_the_task_held_when_the_call_returned(team: Team) -> None:
+    from actors.runtime.commits import SharedCommits
+
+    board = team.board
+    task = board.create("one")
+    claimed = board.claim(task.id, "w1")
+    assert claimed.ok
+    meter = UsageMeter(board, TeamSettings(), commits=SharedCommits(board, timer=ManualTimer()))
+    meter.record("w1", _response("claude-haiku-4-5", Usage(input_tokens=7, output_tokens=3)))
+    # Its own release is committed before the record is.
+    board.release(task.id, "w1", claimed.epoch, "blocked")
+    meter.settle("w1")
+    (record,) = _recorded(team)
+    assert record.task_id == task.id
+    assert board.refresh().task_usage[task.id].calls == 1
