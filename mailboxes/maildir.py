@@ -151,6 +151,10 @@ class Maildir:
         self._folders: dict[str, tuple[str, str, str]] = {}  # see ``_folders_of``
         self._lock = threading.Lock()
         self._last_ns = 0
+        # Per inbox: the envelopes ``pending`` parsed, by file name, with the file's identity
+        # (``_identity``): a message kept unacked (a lead holding notices) is read once, not at
+        # every wake. Only names still in ``new/`` at the last listing are kept.
+        self._parsed: dict[str, dict[str, tuple[tuple[int, ...], Envelope, int]]] = {}
 
     # -- inboxes -------------------------------------------------------------------------------
 
@@ -464,58 +468,76 @@ class Maildir:
         is not a valid envelope is moved to ``bad/``."""
         from mailboxes.messages import parse_envelope
 
-        box = self._require(agent)
-        new_dir = box / "new"
+        folder = f"{self._base}/{check_agent_name(agent)}"
+        base = f"{folder}/new"
+        try:
+            names = os.listdir(base)
+        except (FileNotFoundError, NotADirectoryError):
+            raise UnknownRecipient(agent, self.agents()) from None
         batch: list[Envelope] = []
         seen: set[str] = set()
         done: set[str] | None = None
         total = 0
-        for name in sorted(os.listdir(new_dir)):
+        known = self._parsed.get(agent, {})
+        kept: dict[str, tuple[tuple[int, ...], Envelope, int]] = {}
+        for name in sorted(names):
             if len(batch) >= max_messages:
                 break
-            raw = self._read(new_dir / name)
-            if raw is None:
-                continue  # acked or quarantined meanwhile
-            try:
-                envelope = _check(parse_envelope(raw), name, agent, raw)
-            except BadMessage as exc:
-                self._quarantine(box, name, str(exc))
-                continue
+            cached = known.get(name)
+            identity = _identity(f"{base}/{name}") if cached is not None else None
+            if cached is not None and identity == cached[0]:
+                # Read before and found in no ``cur/``: a copy acked since was swept from
+                # ``new/`` by that ack (``ack``), so this file is still unacked.
+                _, envelope, size = kept[name] = cached
+            else:
+                raw, identity = self._read(f"{base}/{name}")
+                if raw is None:
+                    continue  # acked or quarantined meanwhile
+                try:
+                    envelope = _check(parse_envelope(raw), name, agent, raw)
+                except BadMessage as exc:
+                    self._quarantine(Path(folder), name, str(exc))
+                    continue
+                size = len(raw)
+                if done is None:
+                    done = {i for i in map(_id_of, os.listdir(f"{folder}/cur")) if i is not None}
+                if envelope.id in done:
+                    log.info("dropping duplicate message %s for %s", envelope.id, agent)
+                    self._move(Path(folder), "new", "cur", [name])
+                    continue
+                if identity is not None:
+                    kept[name] = (identity, envelope, size)
             if envelope.id in seen:
                 continue  # a second copy: swept away by the ack of the first
-            if done is None:
-                done = {i for i in map(_id_of, os.listdir(box / "cur")) if i is not None}
-            if envelope.id in done:
-                log.info("dropping duplicate message %s for %s", envelope.id, agent)
-                self._move(box, "new", "cur", [name])
-                continue
-            if batch and total + len(raw) > max_bytes:
+            if batch and total + size > max_bytes:
                 break
             batch.append(envelope)
             seen.add(envelope.id)
-            total += len(raw)
+            total += size
+        self._parsed[agent] = kept
         return batch
 
-    def _read(self, path: Path) -> bytes | None:
-        """The bytes of a regular file in ``new``; oversize, links and others become garbage."""
+    def _read(self, path: str) -> tuple[bytes | None, tuple[int, ...] | None]:
+        """The bytes of a regular file in ``new`` (oversize, links and others become garbage;
+        None: gone) and its ``_identity`` as read (None for garbage)."""
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
         except FileNotFoundError:
-            return None
+            return None, None
         except OSError as exc:
             if exc.errno not in (errno.ELOOP, errno.EISDIR, errno.ENXIO, errno.EACCES):
                 raise
-            return b"<not a regular file>"
+            return b"<not a regular file>", None
         try:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
-                return b"<not a regular file>"
+                return b"<not a regular file>", None
             if info.st_size > self.max_message_bytes:
-                return b"<oversize file>"
+                return b"<oversize file>", None
             chunks = []
             while chunk := os.read(fd, 1 << 16):
                 chunks.append(chunk)
-            return b"".join(chunks)
+            return b"".join(chunks), _identity_of(info)
         finally:
             os.close(fd)
 
@@ -643,6 +665,21 @@ def _is_agent_name(name: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _identity(path: str) -> tuple[int, ...] | None:
+    """What tells a file in ``new/`` from any other under the same name: its inode, size and
+    change times (a file written again or swapped in changes its ctime); None for anything but
+    a regular file, or a file gone."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return _identity_of(info) if stat.S_ISREG(info.st_mode) else None
+
+
+def _identity_of(info: os.stat_result) -> tuple[int, ...]:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def _check(envelope: Envelope, name: str, agent: str, raw: bytes) -> Envelope:

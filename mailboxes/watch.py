@@ -16,6 +16,7 @@ journal and the Maildir root and translates their paths into typed hints (``Jour
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import select
@@ -244,17 +245,17 @@ def hints_for(
     delivery, or an ack taking it away) is ``InboxChanged(agent)``; anything else is no hint."""
     if not paths:
         return frozenset({Tick()})
-    journals = _forms(journal)
-    roots = _forms(mailboxes)
+    journals = {os.fspath(p) for p in _forms(journal)}
+    roots = [os.fspath(p) + os.sep for p in _forms(mailboxes)]
     hints: set[Hint] = set()
     for path in paths:
-        path = Path(path)
-        if path in journals:
+        text = os.fspath(path)  # plain strings: this runs for every batch the watcher reads
+        if text in journals:
             hints.add(JournalAdvanced())
             continue
         for root in roots:
-            if path.is_relative_to(root):
-                parts = path.relative_to(root).parts
+            if text.startswith(root):
+                parts = text[len(root) :].split(os.sep)
                 if len(parts) == 3 and parts[1] == "new" and _is_agent_name(parts[0]):
                     hints.add(InboxChanged(parts[0]))
                 break
@@ -301,10 +302,17 @@ class HintWatcher:
 
 
 def _forms(path: Path | None) -> tuple[Path, ...]:
-    """``path`` as a watcher may report it: absolute, and with symlinks resolved."""
+    """``path`` as a watcher may report it: absolute, and with symlinks resolved (an absolute
+    path once per process: the watches were armed on what it resolved to then)."""
     if path is None:
         return ()
-    return tuple(dict.fromkeys((Path(path).absolute(), Path(path).resolve())))
+    path = Path(path)
+    return _resolved(path) if path.is_absolute() else _resolved.__wrapped__(path)
+
+
+@functools.lru_cache(maxsize=64)
+def _resolved(path: Path) -> tuple[Path, ...]:
+    return tuple(dict.fromkeys((path.absolute(), path.resolve())))
 
 
 def _is_agent_name(name: str) -> bool:

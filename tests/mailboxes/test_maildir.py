@@ -513,3 +513,48 @@ def test_unread_and_keyed_delivery_through_the_protocol(box: Maildir) -> None:
     assert (mailbox.unread("bob"), mailbox.holds("bob", "fire-1")) == (0, True)
     with pytest.raises(UnknownRecipient):
         mailbox.unread("nobody")
+
+
+def test_a_message_kept_unacked_is_parsed_once(
+    box: Maildir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import mailboxes.messages
+
+    parsed: list[bytes] = []
+    real = mailboxes.messages.parse_envelope
+
+    def counting(raw: bytes) -> Envelope:
+        parsed.append(raw)
+        return real(raw)
+
+    monkeypatch.setattr(mailboxes.messages, "parse_envelope", counting)
+    a, b = _send(box, "bob", "a"), _send(box, "bob", "b")
+    for _ in range(3):  # a reader that keeps its mail unacked (a lead holding notices)
+        assert box.pending("bob") == [a, b]
+    assert len(parsed) == 2
+    c = _send(box, "bob", "c")
+    assert box.pending("bob") == [a, b, c] and len(parsed) == 3
+    box.ack("bob", [a.id])
+    assert box.pending("bob") == [b, c] and len(parsed) == 3
+
+
+def test_a_file_replaced_under_its_name_is_read_again(box: Maildir) -> None:
+    a = _send(box, "bob", "first")
+    assert [e.text for e in box.pending("bob")] == ["first"]
+    (path,) = (box.root / "bob" / "new").iterdir()
+    changed = a.model_copy(update={"body": {**a.body, "text": "second, longer"}})
+    tmp = path.with_name("swap")
+    tmp.write_bytes(dump_envelope(changed))
+    os.replace(tmp, path)  # another file under the same name
+    assert [e.text for e in box.pending("bob")] == ["second, longer"]
+    path.write_bytes(dump_envelope(a))  # rewritten in place, another size
+    assert [e.text for e in box.pending("bob")] == ["first"]
+
+
+def test_a_late_copy_of_a_message_read_and_acked_is_acked_away(box: Maildir) -> None:
+    a, b = _send(box, "bob", "a"), _send(box, "bob", "b")
+    assert box.pending("bob") == [a, b]  # both read (and kept as read)
+    box.ack("bob", [a.id])
+    _duplicate(box, "bob", a, "0" * 20)  # a redelivery of a, after its ack
+    assert box.pending("bob") == [b]
+    assert box.counts("bob") == (1, 2)
