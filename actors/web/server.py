@@ -107,14 +107,25 @@ def serve(
 
 
 class _QuietCancel(logging.Filter):
-    """Drops uvicorn's "Exception in ASGI application" report of a request cancelled because
-    the server is stopping (a Ctrl-C with an event stream open, on a loaded machine): that is
-    the stop the person asked for, not an error, and it would print a traceback."""
+    """Drops uvicorn's reports of work cancelled because the server is stopping, which is the
+    stop the person asked for, not an error, and would print a traceback: "Exception in ASGI
+    application" for a request cancelled (a Ctrl-C with an event stream open, on a loaded
+    machine), and the lifespan's shutdown cancelled by a second Ctrl-C (the forced exit does not
+    wait for it; the application reports it as a traceback in the message text)."""
 
     def __init__(self, server: Any) -> None:
         super().__init__()
         self._server = server
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if not self._server.should_exit:
+            return True
         exc = record.exc_info[1] if record.exc_info else None
-        return not (isinstance(exc, asyncio.CancelledError) and self._server.should_exit)
+        if isinstance(exc, asyncio.CancelledError):
+            return False
+        text = record.msg if isinstance(record.msg, str) else ""
+        return not (
+            exc is None
+            and text.startswith("Traceback (most recent call last):")
+            and text.rstrip().endswith("CancelledError")
+        )
