@@ -143,10 +143,10 @@ class Permissions:
         if request.tool == SHELL_TOOL:
             return self._shell(request, ctx, effective)
         family = _family(request)
-        root = real_root(ctx.root)
         paths = request.paths or (
             (request.target,) if request.target and family is not Family.OTHER else ()
         )
+        root = real_root(ctx.root) if paths else ctx.root  # no path: no syscalls to resolve it
         verdicts: list[Verdict] = []
         for raw in paths:
             try:
