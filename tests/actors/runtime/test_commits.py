@@ -113,12 +113,8 @@ def _meet(commits: SharedCommits, sync: GatedSync, first: Any, queued: dict[str,
     return writers
 
 
-def test_writes_that_meet_share_one_commit_and_each_gets_its_own_events(
-    tmp_path: Path,
-) -> None:
-    sync = GatedSync()
-    board = _team(tmp_path, sync, tasks=4, members=4)
-    commits = SharedCommits(board)
+def _counting(board: Board) -> list[int]:
+    """Counts ``board.execute`` calls (one per commit)."""
     executes: list[int] = []
     execute = board.execute
 
@@ -127,6 +123,16 @@ def test_writes_that_meet_share_one_commit_and_each_gets_its_own_events(
         return execute(decision)
 
     board.execute = counted  # type: ignore[method-assign]
+    return executes
+
+
+def test_writes_that_meet_share_one_commit_and_each_gets_its_own_events(
+    tmp_path: Path,
+) -> None:
+    sync = GatedSync()
+    board = _team(tmp_path, sync, tasks=4, members=4)
+    commits = SharedCommits(board)
+    executes = _counting(board)
     sync.calls = 0
     writers = _meet(
         commits,
@@ -315,18 +321,6 @@ def test_a_stale_completion_in_a_shared_commit_leaves_the_others_to_it(tmp_path:
 
 def _stored_types(tmp_path: Path) -> list[tuple[str, str]]:
     return [(e.type, e.actor) for e in FileJournal(tmp_path / ".team").read_from(1)]
-
-
-def _counting(board: Board) -> list[int]:
-    executes: list[int] = []
-    execute = board.execute
-
-    def counted(decision: Callable[[TeamState], Any]) -> Any:
-        executes.append(1)
-        return execute(decision)
-
-    board.execute = counted  # type: ignore[method-assign]
-    return executes
 
 
 def test_a_deferred_write_waits_and_goes_out_in_the_next_writes_commit(tmp_path: Path) -> None:
