@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from actors.board.state import (
     NO_USAGE,
     Member,
+    PendingHint,
     PlanRequest,
     PlanStatus,
     Task,
@@ -565,14 +566,31 @@ class _Builder:
         current: Mapping[Any, Any] = getattr(self, name)
         return MappingProxyType(current) if name in self._owned else current
 
+    def _pending_hint(self, tasks: Mapping[str, Task]) -> PendingHint:
+        """The start state's ``pending_from``, lowered to every task this batch left pending
+        (only those can be pending below it now)."""
+        start = self._start
+        hint = start.pending_hint
+        if tasks is start.tasks and hint is not None and hint.tasks is tasks:
+            return hint  # the same task map: the same fact
+        changed = self._changed
+        if len(changed) > RECENT_MAX:
+            return PendingHint(tasks, 1)  # a replay or an import: the next claim looks
+        lowest = start.pending_from()
+        for tid in changed:
+            if tasks[tid].status == "pending":
+                lowest = min(lowest, task_number(tid))
+        return PendingHint(tasks, lowest)
+
     def freeze(self) -> TeamState:
         recent, recent_from = self._recent()
+        tasks = self._frozen("tasks")
         return TeamState(
             name=self.name,
             seq=self.seq,
             team_seq=self.team_seq,
             next_task=self.next_task,
-            tasks=self._frozen("tasks"),
+            tasks=tasks,
             members=self._frozen("members"),
             holdings=self._frozen("holdings"),
             plan_requests=self._frozen("plan_requests"),
@@ -584,6 +602,7 @@ class _Builder:
             untasked_usage=self.untasked_usage,
             recent=recent,
             recent_from=recent_from,
+            pending_hint=self._pending_hint(tasks),
         )
 
     def apply_all(self, events: Iterable[Event], first: Event | None = None) -> _Builder:

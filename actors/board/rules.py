@@ -6,10 +6,11 @@ Pure functions of a ``TeamState``: they run inside ``decide``, under the journal
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain, islice
 
-from actors.board.state import Task, TeamState
+from actors.board.state import Task, TeamState, task_id
 from actors.errors import (
     ClaimRefused,
     DuplicateMember,
@@ -147,16 +148,40 @@ def first_claimable(
     """The lowest-id ready task a member of ``role`` may take: without a role or with
     ``role``, that ``accept`` agrees to and that is not in ``taken`` (claimed by an earlier
     decision of the same commit)."""
-    for task in st.tasks.values():
+    tasks = st.tasks
+    start = st.pending_from()
+    found = None
+    first = 0  # the number of the first pending task seen
+    for task in _tasks_from(tasks, start):
+        if task.status != "pending":  # most tasks are not: skip them cheaply
+            continue
+        if not first:
+            first = task.number
         if (
-            task.status == "pending"  # most tasks are not: skip them cheaply
-            and task.id not in taken
+            task.id not in taken
             and (task.role is None or task.role == role)
             and st.is_ready(task)
             and (accept is None or accept(task))
         ):
-            return task
-    return None
+            found = task
+            break
+    st.note_pending_from(first or st.next_task)
+    return found
+
+
+def _tasks_from(tasks: Mapping[str, Task], number: int) -> Iterable[Task]:
+    """The tasks numbered ``number`` and up, in id order: ids are dense from 1 in creation
+    order, so ``task_<n>`` is the n-th value (skipped in C, not walked one by one); if the task
+    found there is not ``task_<number>``, every task."""
+    if number <= 1:
+        return tasks.values()
+    rest = islice(tasks.values(), number - 1, None)
+    head = next(rest, None)
+    if head is None:
+        return ()
+    if head.id != task_id(number):
+        return tasks.values()
+    return chain((head,), rest)
 
 
 def refusal(st: TeamState, task: Task, owner: str) -> str:

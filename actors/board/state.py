@@ -215,6 +215,18 @@ def _task_key(task: Task) -> int:
     return task_number(task.id)
 
 
+class PendingHint:
+    """A cache of one fact about one task map (``tasks``, compared by identity): no task
+    numbered below ``number`` is pending. ``first_claimable`` raises ``number`` as it learns
+    more; the fold hands a lowered copy to the state it makes (``TeamState.pending_hint``)."""
+
+    __slots__ = ("number", "tasks")
+
+    def __init__(self, tasks: Mapping[str, Task], number: int) -> None:
+        self.tasks = tasks
+        self.number = number
+
+
 @dataclass(frozen=True, slots=True)
 class TeamState:
     """Everything folded from the journal up to ``seq``. Treat the maps as read-only."""
@@ -243,6 +255,22 @@ class TeamState:
     recent_from: int = field(default=NO_RECENT, compare=False)
     """The seq from which ``recent`` is complete (``NO_RECENT``: it covers nothing, as in a state
     loaded from a snapshot or built by hand)."""
+    pending_hint: PendingHint | None = field(default=None, compare=False, repr=False)
+    """Where the search for a ready task may start (``pending_from``): kept by the fold, so a
+    claim late in a long run does not walk past every finished task under the journal lock."""
+
+    def pending_from(self) -> int:
+        """A task number below which no task is pending (1 when not known)."""
+        hint = self.pending_hint
+        return hint.number if hint is not None and hint.tasks is self.tasks else 1
+
+    def note_pending_from(self, number: int) -> None:
+        """Record that no task numbered below ``number`` is pending (a pure fact about this
+        state's tasks, so caching it in a frozen state is safe; concurrent notes keep a valid
+        bound either way)."""
+        hint = self.pending_hint
+        if hint is not None and hint.tasks is self.tasks and number > hint.number:
+            hint.number = number
 
     def changed_since(self, since: int) -> list[Task]:
         """Every task whose ``seq`` is at least ``since``, in id order. From ``recent`` when it
