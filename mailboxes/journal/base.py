@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from mailboxes.errors import InvalidEvent
 from mailboxes.events import Event, EventDraft, validate_draft
-from mailboxes.fsutil import canonical_dumps
+from mailboxes.journal.frame import canonical_json, encode, parse_json
 
 
 @dataclass(frozen=True)
@@ -35,11 +34,14 @@ def stamp(
     next_seq: int,
     ts: float,
     lookup: Callable[[str], Event | None],
+    lines: list[bytes] | None = None,
 ) -> tuple[list[Event], list[Event]]:
     """Turn ``drafts`` into events: returns ``(new events to store, result per draft)``.
 
     Every draft is validated first (``InvalidEvent``), so a bad batch stores nothing. A draft
     whose ``op_id`` is already stored (``lookup``) or earlier in the batch yields that event.
+    ``lines``: receives the framed journal line of each new event (``frame.encode``), made
+    from the JSON its ``data`` was normalised through rather than serialised again.
     """
     drafts = list(drafts)  # decide may hand back any iterable; it is walked twice
     for candidate in drafts:
@@ -55,15 +57,18 @@ def stamp(
         if existing is not None:
             result.append(existing)
             continue
+        data, text = _as_json(candidate)
         event = Event(
             seq=next_seq + len(new),
             ts=ts,
             type=candidate.type,
             actor=candidate.actor,
             op_id=op_id,
-            data=_as_json(candidate),
+            data=data,
             v=candidate.v,
         )
+        if lines is not None:
+            lines.append(encode(event, text))
         new.append(event)
         result.append(event)
         if op_id is not None:
@@ -71,10 +76,12 @@ def stamp(
     return new, result
 
 
-def _as_json(candidate: EventDraft) -> dict[str, Any]:
-    """``data`` exactly as it reads back from disk (tuples become lists; NaN is refused)."""
+def _as_json(candidate: EventDraft) -> tuple[dict[str, Any], bytes]:
+    """``data`` exactly as it reads back from disk (tuples become lists; NaN is refused:
+    parsed as ``frame.decode_event`` parses a line), and its canonical JSON (UTF-8)."""
     try:
-        plain: dict[str, Any] = json.loads(canonical_dumps(candidate.data))
-    except (TypeError, ValueError) as exc:
+        text = canonical_json(candidate.data).encode("utf-8")
+        plain: dict[str, Any] = parse_json(text)
+    except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidEvent(f"{candidate.type} data is not plain JSON: {exc}") from None
-    return plain
+    return plain, text

@@ -17,6 +17,8 @@ import os
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+from math import isfinite
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +36,11 @@ def _stdlib_parse(body: bytes) -> Any:
     return json.loads(body.decode("utf-8"))
 
 
-_parse_json: Callable[[bytes], Any]
+parse_json: Callable[[bytes], Any]
 try:  # jiter (the JSON parser under pydantic, a dependency of anthropic): twice json's speed
-    from jiter import from_json as _parse_json
+    from jiter import from_json as parse_json
 except ImportError:  # pragma: no cover - the standard library's parser: the same answers
-    _parse_json = _stdlib_parse
+    parse_json = _stdlib_parse
 
 
 class BadLine(Exception):
@@ -54,22 +56,53 @@ class BadLine(Exception):
         self.torn = torn
 
 
-def encode(event: Event) -> bytes:
-    """The framed line for ``event``, newline included."""
+def encode(event: Event, data: bytes | None = None) -> bytes:
+    """The framed line for ``event``, newline included. ``data``: ``canonical_json`` of
+    ``event.data`` already made (UTF-8), so it is not serialised twice."""
     try:
-        fields = {
-            "actor": event.actor,
-            "data": event.data,
-            "op_id": event.op_id,
-            "seq": event.seq,
-            "ts": event.ts,
-            "type": event.type,
-            "v": event.v,
-        }
-        body = canonical_dumps(fields).encode("utf-8")
+        if data is None:
+            data = canonical_json(event.data).encode("utf-8")
+        ts = event.ts
+        if not isfinite(ts):
+            raise ValueError("Out of range float values are not JSON compliant")
+        # The canonical JSON of the envelope (sorted keys, no spaces), put together around the
+        # data: every field but ``data`` is a string, an int, a float or null (``Event``).
+        op_id = event.op_id
+        body = b"".join(
+            (
+                b'{"actor":',
+                _string(event.actor).encode("utf-8"),
+                b',"data":',
+                data,
+                b',"op_id":',
+                b"null" if op_id is None else _string(op_id).encode("utf-8"),
+                b',"seq":%d,"ts":' % event.seq,
+                float.__repr__(ts).encode("ascii"),
+                b',"type":',
+                _string(event.type).encode("utf-8"),
+                b',"v":%d}' % event.v,
+            )
+        )
     except (TypeError, ValueError) as exc:
         raise InvalidEvent(f"event {event.seq} is not plain JSON: {exc}") from None
     return b'%s,"crc":"%08x"}\n' % (body[:-1], zlib.crc32(body))
+
+
+def canonical_json(value: Any) -> str:
+    """``mailboxes.fsutil.canonical_dumps(value)`` (sorted keys, no spaces, no NaN, UTF-8 kept
+    as is), the same text and errors, without ``json.dumps``' set-up of an encoder per call (a
+    journal append serialises its events under the journal lock)."""
+    if _C_ENCODER is None:  # pragma: no cover - CPython without its C accelerator
+        return canonical_dumps(value)
+    if value.__class__ is str:
+        return _string(value)
+    # A fresh ``markers`` per call, as json.dumps' check_circular: a cycle is a ValueError.
+    return "".join(_C_ENCODER({}, _DEFAULT, _string, None, ":", ",", True, False, False)(value, 0))
+
+
+_string = encode_basestring
+_DEFAULT = json.JSONEncoder().default  # the TypeError json.dumps raises for other objects
+_C_ENCODER = c_make_encoder
 
 
 def decode_event(raw: bytes, seq: int) -> Event:
@@ -81,7 +114,7 @@ def decode_event(raw: bytes, seq: int) -> Event:
         raise BadLine("CRC mismatch (bytes changed after writing)", torn=True)
     # CRC-correct but not an event: written by something else.
     try:
-        parsed = _parse_json(body)
+        parsed = parse_json(body)
     except (ValueError, RecursionError) as exc:  # not UTF-8 or not JSON, or nested too deep
         raise BadLine(f"not an event: invalid JSON: {exc}") from None
     try:
