@@ -737,7 +737,8 @@ class _Swapper:
         except OSError:
             return False  # something else in the way: swap_in replaces the file as before
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
                 return False
             if not self._lease(fd, spare):
                 # Someone has the spare open: a new file; leases not allowed here: as before.
@@ -745,7 +746,8 @@ class _Swapper:
             try:
                 _hook("leased", fd)
                 os.pwrite(fd, data, 0)
-                os.ftruncate(fd, len(data))
+                if info.st_size > len(data):  # else the write covered every old byte
+                    os.ftruncate(fd, len(data))
                 if not exchange(spare, target):
                     return False  # no file to exchange with: the caller makes it
                 _swapped_out(spare, target, keep=keep)

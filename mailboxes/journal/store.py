@@ -6,14 +6,16 @@ Appends from every thread and process are serialised by ``flock(LOCK_EX)`` on
 file description, so a shared descriptor would not exclude threads, and a forked child would share
 its parent's). A per-instance mutex orders this instance's threads before they reach the flock.
 A process that finds the flock busy first queues on ``.team/journal.gate`` (another flock), so
-each release wakes the one process next in line instead of all of them.
+each release wakes the one process next in line instead of all of them; and a writer that
+releases the flock yields the CPU once (``sched_yield``), so the woken one can take the lock at
+once rather than after the releaser's time slice.
 
 A process next in line (holding the gate) decodes the lines other writers added meanwhile before
 it blocks on the journal flock (and runs the caller's ``while_queued``: a ``Board`` folds them
-there); under the lock an append catches up on lines added since our
-offset (validating every one: a line decoded earlier by this journal — while queued, by a read —
-is reused only if its bytes at that offset are still the same, decoding being a pure function of
-the bytes and the seq; reads reuse decodings the same way), asks ``decide`` for drafts against
+there); under the lock an append catches up on lines added since our offset (validating every one: a line decoded earlier by this journal — while
+queued, by a read — is reused only if its bytes at that offset are still the same, decoding being
+a pure function of the bytes and the seq, and a run of such lines is checked with one comparison;
+reads reuse decodings the same way), asks ``decide`` for drafts against
 them, writes whole lines with one ``os.write`` loop and unlocks. It returns (acknowledges) only
 once its lines are durable: group commit (docs/RELIABILITY.md, "What is guaranteed") under a
 second flock, ``.team/journal.sync``, whose file holds the mark: how far the journal is known
@@ -245,14 +247,16 @@ class FileJournal:
         check_after(after, len(self._offsets))
         seen = self._seen(fd, after, first, fresh)
         drafts = decide(seen)
+        lines: list[bytes] = []
         new, result = stamp(
             drafts,
             next_seq=len(self._offsets) + 1,
             ts=self._clock.now(),
             lookup=lambda op_id: self._stored_op(fd, op_id),
+            lines=lines,
         )
         if new:
-            self._write(fd, new)
+            self._write(fd, new, lines)
         return seen, new, result
 
     def read_from(self, seq: int) -> Iterator[Event]:
@@ -436,6 +440,11 @@ class FileJournal:
                     os.close(lock_fd)  # releases the flock
             finally:
                 self._holder = None
+        # The flock is free: give up the CPU once. The writer next in line was just woken, and
+        # with more writers than cores it would otherwise wait for this process's time slice to
+        # end while the lock sits free; this process has no reason to run first (what follows is
+        # the wait for the fdatasync and the projection writes).
+        os.sched_yield()
 
     def _lock(self, lock_fd: int, while_queued: Callable[[], None] | None = None) -> None:
         """Take the journal flock. Waiters first queue on the gate lock, so a release wakes the
@@ -468,7 +477,7 @@ class FileJournal:
             raise JournalCorrupt(
                 str(self.path), len(self._offsets), f"file shrank to {size} bytes below {self._end}"
             )
-        fresh: list[Event] = []
+        fresh = self._adopt_decoded(fd, size)
         recent = size - RECENT_BYTES  # as in _read: only the lines near the end are remembered
         for offset, raw, complete in iter_lines(fd, self._end, size):
             line_no = len(self._offsets) + 1
@@ -484,6 +493,45 @@ class FileJournal:
             self._index(offset, len(raw) + 1, event.op_id)
             fresh.append(event)
         return fresh
+
+    def _adopt_decoded(self, fd: int, size: int) -> list[Event]:
+        """Index, as one block, the lines from ``_end`` on that this journal decoded already (read
+        while queued for the lock): the run of remembered lines that follow each other from
+        ``_end``, each holding the next seq, adopted only if the file holds exactly their bytes
+        there now (one read and one comparison instead of a decoding check per line). Holds the
+        flock. Returns the events indexed."""
+        known = self._decoded
+        offset = self._end
+        seq = len(self._offsets) + 1
+        raws: list[bytes] = []
+        events: list[Event] = []
+        while (hit := known.get(offset)) is not None:
+            raw, event = hit
+            following = offset + len(raw) + 1
+            if event.seq != seq or following > size:
+                break
+            raws.append(raw)
+            events.append(event)
+            offset, seq = following, seq + 1
+        if len(raws) < 2:  # one line: the loop in _catch_up checks it as cheaply
+            return []
+        block = b"\n".join(raws) + b"\n"
+        if os.pread(fd, len(block), self._end) != block:
+            return []  # changed since (a rollback): the lines are read again one by one
+        start = self._end
+        offsets = []
+        for raw in raws:
+            offsets.append(start)
+            start += len(raw) + 1
+        with self._index_lock:
+            self._offsets.extend(offsets)
+            self._end = start
+        first = seq - len(events)
+        by_op_id = self._by_op_id
+        for n, event in enumerate(events, first):
+            if event.op_id is not None:
+                by_op_id.setdefault(event.op_id, n)
+        return events
 
     def _seen(self, fd: int, after: int, first: int, fresh: list[Event]) -> tuple[Event, ...]:
         """The events after seq ``after``: ``fresh`` (from seq ``first``) were just decoded by
@@ -515,11 +563,20 @@ class FileJournal:
             raise
         return new
 
-    def _write(self, fd: int, new: Sequence[Event], *, hooks: bool = True) -> None:
-        """Write ``new`` (whole lines) and index them; not yet durable (``_commit``). On a failed
-        write cut the file back to the last good line and raise ``WriteFailed`` (a short write on
-        a full disk must not leave a torn line)."""
-        lines = [encode(event) for event in new]
+    def _write(
+        self,
+        fd: int,
+        new: Sequence[Event],
+        lines: Sequence[bytes] | None = None,
+        *,
+        hooks: bool = True,
+    ) -> None:
+        """Write ``new`` (whole lines; ``lines``: their framed lines, made by ``stamp``) and
+        index them; not yet durable (``_commit``). On a failed write cut the file back to the
+        last good line and raise ``WriteFailed`` (a short write on a full disk must not leave a
+        torn line)."""
+        if lines is None:
+            lines = [encode(event) for event in new]
         try:
             write_all(fd, b"".join(lines))
         except BaseException as exc:
@@ -763,6 +820,9 @@ _NO_MARK = _Mark()
 
 def _read_mark(fd: int) -> _Mark:
     raw = os.pread(fd, 128, 0)
+    last = _LAST_MARK[0]
+    if raw == last[0]:
+        return last[1]  # the same bytes as the last mark read: the same mark, not parsed again
     fields = raw.split()
     if (
         not raw.endswith(b"\n")
@@ -770,7 +830,13 @@ def _read_mark(fd: int) -> _Mark:
         or not all(map(bytes.isdigit, fields))
     ):
         return _NO_MARK
-    return _Mark._make(map(int, fields))
+    mark = _Mark._make(map(int, fields))
+    _LAST_MARK[0] = (raw, mark)
+    return mark
+
+
+_LAST_MARK: list[tuple[bytes, _Mark]] = [(b"", _NO_MARK)]
+"""The last mark ``_read_mark`` parsed, with its bytes (a pure function of them: any journal's)."""
 
 
 def _write_mark(fd: int, mark: _Mark) -> None:

@@ -195,3 +195,25 @@ def test_after_a_reboot_every_file_is_compared_whatever_the_mark_says(tmp_path: 
     os.utime(task, ns=(old, old))
     open_board(tmp_path)
     assert b'"lost"' in task.read_bytes()
+
+
+def test_a_spare_is_cut_only_when_the_new_bytes_are_shorter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    swapper = projections._Swapper()
+    path = tmp_path / "view.json"
+    assert swapper.put(path, b"x" * 40, keep=True, born=True)  # file and spare, 40 bytes each
+    cuts: list[int] = []
+    real = os.ftruncate
+
+    def counting(fd: int, length: int) -> None:
+        cuts.append(length)
+        real(fd, length)
+
+    monkeypatch.setattr(projections.os, "ftruncate", counting)
+    for data in (b"a" * 40, b"b" * 50, b"c" * 10, b"d" * 45):
+        assert swapper.put(path, data, keep=True)
+        assert path.read_bytes() == data
+    # The spares refilled held 40, 40, 40 and 50 bytes (two inodes take turns): only the writes
+    # shorter than the spare's old bytes cut it.
+    assert cuts == [10, 45]

@@ -141,3 +141,55 @@ def test_a_writer_next_in_line_decodes_the_others_lines_before_it_gets_the_lock(
     assert not errors
     assert result == [(1, 2)]
     assert sorted(decoded) == [1, 2]  # not decoded again under the lock
+
+
+def _counting_decode(journal: FileJournal, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The line numbers ``journal`` checks one by one (``_decode``: a hit or a decoding)."""
+    checked: list[int] = []
+    real = journal._decode
+
+    def counting(offset: int, raw: bytes, line_no: int, remember: bool = True) -> Event:
+        checked.append(line_no)
+        return real(offset, raw, line_no, remember)
+
+    monkeypatch.setattr(journal, "_decode", counting)
+    return checked
+
+
+def test_lines_read_ahead_are_indexed_as_one_block_under_the_lock(
+    team_dir: Path, decoded: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mine, other = FileJournal(team_dir), FileJournal(team_dir)
+    for n in range(1, 6):
+        other.append(_constant(_created(n)), after=n - 1)
+    assert [e.seq for e in mine.read_from(1)] == [1, 2, 3, 4, 5]  # as while queued
+    other.append(_constant(_created(6)), after=5)  # written by the holder after that read
+    decoded.clear()
+    checked = _counting_decode(mine, monkeypatch)
+    done = mine.append(_constant(_created(7)), after=0)
+    assert [e.data["task_id"] for e in done.seen] == [f"task_{n}" for n in range(1, 7)]
+    assert checked == [6]  # seqs 1-5 adopted with one comparison of their bytes
+    assert decoded == [6]
+    assert [e.seq for e in FileJournal(team_dir).read_from(1)] == list(range(1, 8))
+
+
+def test_a_block_rewritten_since_it_was_read_is_decoded_again(
+    team_dir: Path, decoded: list[int]
+) -> None:
+    mine = FileJournal(team_dir)
+    mine.append(_constant(_created(1)), after=0)
+    other = FileJournal(team_dir)
+    for n in range(2, 5):
+        other.append(_constant(_created(n)), after=n - 1)
+    assert [e.data["task_id"] for e in mine.read_from(2)] == ["task_2", "task_3", "task_4"]
+    # seqs 2-4 are cut off (a failed fsync's roll-back) and lines of the same length, of other
+    # tasks, take their place: the remembered block no longer matches the file
+    path = team_dir / JOURNAL_NAME
+    os.truncate(path, len(path.read_bytes().splitlines(keepends=True)[0]))
+    again = FileJournal(team_dir)
+    for n in range(7, 10):
+        again.append(_constant(_created(n)), after=n - 6)
+    decoded.clear()
+    done = mine.append(_constant(_created(5)), after=1)
+    assert [e.data["task_id"] for e in done.seen] == ["task_7", "task_8", "task_9"]
+    assert decoded == [2, 3, 4]

@@ -144,3 +144,27 @@ def test_a_writer_whose_lines_are_not_durable_waits_for_the_readers_then_syncs(
     finally:
         os.close(mark_fd)
     assert durable == (team_dir / store.JOURNAL_NAME).stat().st_size
+
+
+def test_a_writer_yields_the_cpu_once_after_releasing_the_journal_lock(
+    team_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    journal = FileJournal(team_dir)
+    lock_free: list[bool] = []
+
+    def yielded() -> None:
+        # The next writer in line may take the lock right now: it is already released.
+        probe = os.open(journal.lock_path, os.O_RDWR)
+        try:
+            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            lock_free.append(True)
+        except BlockingIOError:
+            lock_free.append(False)
+        finally:
+            os.close(probe)
+
+    monkeypatch.setattr(store.os, "sched_yield", yielded)
+    journal.append(_constant(_created(1)), after=0)
+    journal.append(_constant(_created(2)), after=1)
+    assert lock_free == [True, True]
+    assert [e.seq for e in journal.read_from(1)] == [1, 2]
