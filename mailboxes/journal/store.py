@@ -820,9 +820,6 @@ _NO_MARK = _Mark()
 
 def _read_mark(fd: int) -> _Mark:
     raw = os.pread(fd, 128, 0)
-    last = _LAST_MARK[0]
-    if raw == last[0]:
-        return last[1]  # the same bytes as the last mark read: the same mark, not parsed again
     fields = raw.split()
     if (
         not raw.endswith(b"\n")
@@ -830,13 +827,7 @@ def _read_mark(fd: int) -> _Mark:
         or not all(map(bytes.isdigit, fields))
     ):
         return _NO_MARK
-    mark = _Mark._make(map(int, fields))
-    _LAST_MARK[0] = (raw, mark)
-    return mark
-
-
-_LAST_MARK: list[tuple[bytes, _Mark]] = [(b"", _NO_MARK)]
-"""The last mark ``_read_mark`` parsed, with its bytes (a pure function of them: any journal's)."""
+    return _Mark._make(map(int, fields))
 
 
 def _write_mark(fd: int, mark: _Mark) -> None:
