@@ -307,12 +307,14 @@ def _forms(path: Path | None) -> tuple[Path, ...]:
     if path is None:
         return ()
     path = Path(path)
-    return _resolved(path) if path.is_absolute() else _resolved.__wrapped__(path)
+    return _resolved(path) if path.is_absolute() else _resolve(path)
 
 
-@functools.lru_cache(maxsize=64)
-def _resolved(path: Path) -> tuple[Path, ...]:
+def _resolve(path: Path) -> tuple[Path, ...]:
     return tuple(dict.fromkeys((path.absolute(), path.resolve())))
+
+
+_resolved = functools.lru_cache(maxsize=64)(_resolve)
 
 
 def _is_agent_name(name: str) -> bool:
