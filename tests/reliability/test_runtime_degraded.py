@@ -126,12 +126,14 @@ def test_a_full_disk_degrades_the_team_and_it_recovers_losing_nothing(
     held = rt.board.refresh().task("task_1")
     assert held.owner == "w1" and held.status != "completed"
 
-    # The disk fills up; a message for w1 arrives (written by another process, before).
+    # The disk fills up; a message for w1 arrives (written by another process, before). The
+    # disk is full before the message lands: the watcher may wake w1 as soon as it is in new/,
+    # and a turn that started on a writable disk would read (and ack) it before any write fails.
+    disk.full = True
     Maildir(root / ".team" / "mailboxes").deliver(
         "lead",
         MessageDraft.model_validate({"to": "w1", "type": "message", "body": {"text": "go ahead"}}),
     )
-    disk.full = True
     rt.hosting.wake("w1")
     assert rt.wait_until(lambda: bool(events.of("degraded")), timeout=30)
     [degraded] = events.of("degraded")
