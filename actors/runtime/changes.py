@@ -11,12 +11,19 @@ are reaped, and the teammates hear that the board changed.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from typing import TYPE_CHECKING
 
+import pykka
+
+from actors.board.rules import first_claimable
+from actors.messages import BoardChanged
 from actors.runtime.stop import FORCE_PREFIX
 from mailboxes.ports import Hint, InboxChanged, JournalAdvanced, Tick
 
 if TYPE_CHECKING:
+    from actors.board.state import TeamState
     from actors.factory import Team
     from actors.runtime.hosting import MemberHosting
     from actors.runtime.permission_requests import JournalDecisions
@@ -24,6 +31,8 @@ if TYPE_CHECKING:
     from actors.runtime.roster import Roster
     from mailboxes.events import Event
     from mailboxes.ports import Watcher
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Changes"]
 
@@ -49,6 +58,7 @@ class Changes:
         self._rescan_s = rescan_s
         self._seen_seq = 0
         self._emitted_seq = 0
+        self._nudged: set[tuple[str, str]] = set()
         self._watcher: Watcher | None = None
 
     def start(self, seen_seq: int) -> None:
@@ -133,3 +143,21 @@ class Changes:
             return  # a journal change: the watcher comes back with it
         if changed:
             self._members.board_changed()
+        elif tick:
+            self._nudge_quiet_teammates(state)
+
+    def _nudge_quiet_teammates(self, state: TeamState) -> None:
+        """The rescan tick's safety net for a lost wake: a teammate with nothing to do beside a
+        ready task it may take is told the board changed, as the change itself would have told
+        it (it then claims on the journal as usual). Costs nothing while every teammate works or
+        nothing is ready; otherwise one search per quiet teammate, from the first pending task."""
+        for name, role, ref, abandoned in self._roster.quiet_teammates():
+            if state.holding(name) is not None:
+                continue
+            task = first_claimable(state, role, taken=abandoned)
+            if task is not None:
+                if (name, task.id) not in self._nudged:  # once each: it may decline the task
+                    self._nudged.add((name, task.id))
+                    log.info("teammate %s was idle beside ready task %s: told again", name, task.id)
+                with contextlib.suppress(pykka.ActorDeadError):
+                    ref.tell(BoardChanged())

@@ -166,6 +166,16 @@ class Roster:
                 for h in self._hosted.values()
             )
 
+    def quiet_teammates(self) -> list[tuple[str, str | None, ActorRef, frozenset[str]]]:
+        """``(name, role, actor, abandoned tasks)`` of every live teammate with an actor and
+        nothing to do (``Hosted.quiet``): who could take a ready task now."""
+        with self._lock:
+            return [
+                (name, h.plan.role, h.ref, frozenset(h.abandoned))
+                for name, h in self._hosted.items()
+                if h.plan.kind == "teammate" and not h.stopped and h.ref is not None and h.quiet()
+            ]
+
     def abandon(self, name: str, task_id: str) -> None:
         """``name`` gave ``task_id`` up unfinished and will not claim it again."""
         with self._lock:

@@ -508,3 +508,29 @@ def test_a_teammate_ending_its_turn_does_not_queue_on_the_board_lock_to_look_for
         release.set()
     assert rt.wait_idle(timeout=60)
     assert rt.board.refresh().members["w1"].status == "idle"
+
+
+def test_a_teammate_that_missed_a_board_change_is_told_again_at_the_rescan_tick(
+    tmp_path: Path,
+    stop_actors: list[Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The safety net for a lost wake: with every board-change notice lost, an idle teammate
+    # beside a ready task still claims it, told again at the watcher's rescan tick.
+    from actors.runtime.hosting import MemberHosting
+    from actors.services import TeammateSpec
+
+    root = team_repo(tmp_path)
+    model = Recording({"agents": {"*": {"rules": [{"match": "(?s).", "text": "ok"}]}}})
+    rt = runtime(root, model, rescan_s=0.2)
+    stop_actors.append(rt)
+    rt.start()
+    rt.services.spawn_teammate(TeammateSpec(name="w1"), by="lead")
+    assert rt.wait_idle(timeout=60)
+    # settled: its first turn over and its idle status journaled (nothing else will wake it)
+    assert rt.wait_until(lambda: rt.board.refresh().members["w1"].status == "idle", timeout=60)
+    lost: list[str] = []
+    monkeypatch.setattr(MemberHosting, "board_changed", lambda self: lost.append("lost"))
+    rt.board.create("one")
+    assert rt.wait_until(lambda: rt.board.refresh().tasks["task_1"].owner == "w1", timeout=30)
+    assert lost, "the change's own notice was dropped"
