@@ -36,9 +36,18 @@ COMPLETE = {"name": "complete_task", "input": {"task_id": "{id}", "summary": "do
 
 
 def _mail(root: Path, agent: str) -> list[dict[str, Any]]:
+    """Every message of ``agent``, unread and read. The runtime runs meanwhile: a message listed
+    in ``new/`` may be acked (moved to ``cur/``) before it is read, so it is looked for there."""
     box = root / ".team" / "mailboxes" / agent
-    paths = sorted([*(box / "new").iterdir(), *(box / "cur").iterdir()])
-    return [json.loads(p.read_text()) for p in paths]
+    found = []
+    for path in sorted([*(box / "new").iterdir(), *(box / "cur").iterdir()]):
+        for place in dict.fromkeys((path, box / "cur" / path.name)):
+            try:
+                found.append(json.loads(place.read_text()))
+                break
+            except FileNotFoundError:
+                continue
+    return found
 
 
 def _journal(root: Path, type_: str) -> list[dict[str, Any]]:
