@@ -12,11 +12,12 @@ once rather than after the releaser's time slice.
 
 A process next in line (holding the gate) decodes the lines other writers added meanwhile before
 it blocks on the journal flock (and runs the caller's ``while_queued``: a ``Board`` folds them
-there); under the lock an append catches up on lines added since our offset (validating every one: a line decoded earlier by this journal — while
-queued, by a read — is reused only if its bytes at that offset are still the same, decoding being
-a pure function of the bytes and the seq, and a run of such lines is checked with one comparison;
-reads reuse decodings the same way), asks ``decide`` for drafts against
-them, writes whole lines with one ``os.write`` loop and unlocks. It returns (acknowledges) only
+there); under the lock an append catches up on lines added since our offset (validating every
+one: a line decoded earlier by this journal — while queued, by a read — is reused only if its
+bytes at that offset are still the same, decoding being a pure function of the bytes and the
+seq, and a run of such lines is checked with one comparison; reads reuse decodings the same
+way), asks ``decide`` for drafts against them, writes whole lines with one ``os.write`` loop
+and unlocks. It returns (acknowledges) only
 once its lines are durable: group commit (docs/RELIABILITY.md, "What is guaranteed") under a
 second flock, ``.team/journal.sync``, whose file holds the mark: how far the journal is known
 fdatasynced, read under that flock taken shared. A writer whose lines the mark covers returns at
