@@ -233,7 +233,7 @@ class Board:
         if self._projections is not None and any(e.seq > before for e in appended):
             # Outside the journal lock: projection I/O must not lengthen the critical section.
             crash_point("board.before_projection")
-            self._projections.sync(self.refresh)
+            self._projections.sync(self.refresh, own=max(e.seq for e in appended))
         return state, appended
 
     def _maybe_snapshot(self, state: TeamState) -> None:

