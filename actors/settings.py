@@ -128,6 +128,11 @@ class TeamSettings(_Strict):
     verify_timeout_s: float = Field(default=600.0, gt=0)
     """Seconds a task's ``verify`` command may run (at ``complete_task`` and on a worktree's
     merge result) before it is killed and counted as failed."""
+    cpu_scheduling: Literal["batch", "normal"] = "batch"
+    """Linux CPU scheduling of the team's processes (``teamctl run``, ``resume``, ``join``) and
+    of what they start: ``batch`` (``SCHED_BATCH``: a woken team process does not preempt a
+    running one, which keeps many processes on few cores from interrupting each other) or
+    ``normal`` (the default policy). A policy set from outside (``chrt``) is kept either way."""
     max_workflow_steps: int = Field(default=200, ge=1)
     """``agent()`` calls one workflow run may make (recorded ones replayed by a resume count
     too); one more fails the run with a clear message (docs/ARCHITECTURE.md, "Workflows")."""

@@ -1,14 +1,17 @@
 """Claims under contention: 16 processes race claim_next + complete over 1,000 tasks.
 
 Every process opens its own ``FileJournal`` and ``Board`` (with projections, as the runtime
-does), warms up (one claim that accepts nothing), waits on a barrier, then loops claim_next →
-complete until nothing is ready. Figures:
+does) and runs under the CPU scheduling policy of a team process (``SCHED_BATCH``, as
+``teamctl run`` and ``teamctl join`` set it: ``batch_scheduling``; ``--scheduling normal`` for
+the default policy), warms up (one claim that accepts nothing), waits on a barrier, then loops
+claim_next → complete until nothing is ready. Figures:
 claims per second (all claims / wall time from the barrier to the last completion), double claims
 found by re-checking the journal, how fast the resulting journal folds into team state, and the
 workers' CPU time per claim + complete (for scale: it sets the rate on a busy machine).
 Medians over ``--repeat`` runs. Prints one JSON object; exits 1 when a figure misses its target.
 
-    python -m benchmarks.bench_claims [--processes 16] [--tasks 1000] [--repeat 3] [--quick]
+    python -m benchmarks.bench_claims [--processes 16] [--tasks 1000] [--repeat 3]
+        [--scheduling batch|normal] [--quick]
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from actors.board.board import Board
 from actors.board.fold import fold_all
 from actors.board.projections import Projections
 from actors.board.state import EMPTY
+from actors.runtime.process import batch_scheduling
 from benchmarks.common import at_least, at_most, finish, parser, scratch, shown
 from mailboxes.events import Event
 from mailboxes.journal.store import FileJournal
@@ -33,7 +37,11 @@ CLAIMS_TARGET = 500.0
 FOLD_TARGET = 100_000.0
 
 
-def worker(root: str, name: str, project: bool, barrier: Barrier, results: Any) -> None:
+def worker(
+    root: str, name: str, project: bool, batch: bool, barrier: Barrier, results: Any
+) -> None:
+    if batch:
+        batch_scheduling()
     projections = Projections(Path(root)) if project else None
     board = Board(FileJournal(Path(root) / ".team"), projections=projections, actor=name)
     # Warm up outside the timed window: a claim that accepts no task writes nothing but runs the
@@ -73,7 +81,9 @@ def double_claims(events: Iterable[Event]) -> int:
     return bad
 
 
-def run_once(processes: int, tasks: int, project: bool) -> tuple[float, int, float, float]:
+def run_once(
+    processes: int, tasks: int, project: bool, batch: bool = True
+) -> tuple[float, int, float, float]:
     """(claims/s, double claims, fold events/s, CPU ms per claim) for one race in a fresh
     folder. The CPU is the workers' own (user + system, from the barrier to their last
     completion), summed: what one claim + complete costs the machine, contention included."""
@@ -86,7 +96,7 @@ def run_once(processes: int, tasks: int, project: bool) -> tuple[float, int, flo
         barrier = ctx.Barrier(processes + 1)
         results = ctx.Queue()
         children = [
-            ctx.Process(target=worker, args=(str(root), f"w{i}", project, barrier, results))
+            ctx.Process(target=worker, args=(str(root), f"w{i}", project, batch, barrier, results))
             for i in range(processes)
         ]
         for child in children:
@@ -113,7 +123,8 @@ def run_once(processes: int, tasks: int, project: bool) -> tuple[float, int, flo
 def main() -> None:
     args = cli()
     runs = [
-        run_once(args.processes, args.tasks, not args.no_projections) for _ in range(args.repeat)
+        run_once(args.processes, args.tasks, not args.no_projections, args.scheduling == "batch")
+        for _ in range(args.repeat)
     ]
     rate = statistics.median(r[0] for r in runs)
     doubles = max(r[1] for r in runs)
@@ -132,6 +143,7 @@ def main() -> None:
         processes=args.processes,
         tasks=args.tasks,
         projections=not args.no_projections,
+        scheduling=args.scheduling,
     )
 
 
@@ -141,6 +153,12 @@ def cli() -> Any:
     cmd.add_argument("--tasks", type=int, default=1000)
     cmd.add_argument("--repeat", type=int, default=3)
     cmd.add_argument("--no-projections", action="store_true", help="measure the journal alone")
+    cmd.add_argument(
+        "--scheduling",
+        choices=("batch", "normal"),
+        default="batch",
+        help="the workers' CPU policy: a team process's (batch, the default) or the default one",
+    )
     args = cmd.parse_args()
     if args.quick:
         args.processes, args.tasks, args.repeat = 4, 60, 1

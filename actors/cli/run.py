@@ -361,6 +361,15 @@ def _settings(model: str | None, approvals: str | None = None, mode: str | None 
     return settings
 
 
+def _schedule(settings: Any) -> None:
+    """Before the runtime starts its threads: a team process runs under ``SCHED_BATCH`` unless
+    ``team.cpu_scheduling`` says ``normal`` (``actors.runtime.process.batch_scheduling``)."""
+    if settings.team.cpu_scheduling == "batch":
+        from actors.runtime.process import batch_scheduling
+
+        batch_scheduling()
+
+
 def _answer_commands(request_id: str) -> tuple[str, str]:
     return f"teamctl approve {request_id}", f'teamctl reject {request_id} --feedback "..."'
 
@@ -646,6 +655,7 @@ def _run(
     printer = _Printer(output_format)
     interactive = not headless and sys.stdin.isatty()
     settings = _settings(model, approvals, permission_mode)
+    _schedule(settings)
     desk = _desk(
         settings,
         printer,
@@ -1091,6 +1101,7 @@ def join_command(
 
     source = _model_source(script)
     settings = _settings(model, mode=permission_mode)
+    _schedule(settings)
     if worktree_per_task:
         team = settings.team.model_copy(update={"worktree_per_task": True})
         settings = settings.model_copy(update={"team": team})

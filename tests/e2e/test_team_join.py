@@ -4,6 +4,7 @@ runtime only through the shared files (journal, mailboxes, leases)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,8 @@ def test_a_teammate_joined_from_another_process_drains_the_board_and_reports(
         )
         assert done
         assert {t.owner for t in rt.board.state.tasks.values()} == {"w1"}
+        # a team process: SCHED_BATCH (team.cpu_scheduling's default), seen from outside
+        assert os.sched_getscheduler(proc.pid) == os.SCHED_BATCH
         view = {m.name: m for m in rt.services.members()}["w1"]
         assert not view.hosted_here and rt.team.liveness.is_alive("w1")
         # one idle notification per finished task; the third is sent when w1's last turn ends,
