@@ -66,6 +66,37 @@ def finish(benchmark: str, figures: Sequence[Figure], *, quick: bool, **extra: A
     sys.exit(report(benchmark, figures, quick=quick, **extra))
 
 
+def cpu_ticks(stat: Path = Path("/proc/stat")) -> tuple[int, int] | None:
+    """``(steal, total)`` CPU time since boot, in ticks, from Linux's ``/proc/stat`` (None
+    elsewhere): on a virtual machine, steal is time its CPUs were ready to run but the host ran
+    someone else. Two readings around a measurement give the share of the machine's CPU taken
+    away meanwhile (``steal_share``), which says how far a CPU-bound figure is the host's doing."""
+    try:
+        with stat.open() as f:
+            line = f.readline()
+    except OSError:
+        return None
+    return parse_cpu_line(line)
+
+
+def parse_cpu_line(line: str) -> tuple[int, int] | None:
+    """``(steal, total)`` from the ``cpu`` line of ``/proc/stat``: user, nice, system, idle,
+    iowait, irq, softirq, steal (guest time is already counted in user and nice, so it is not
+    added again)."""
+    fields = line.split()
+    if len(fields) < 9 or fields[0] != "cpu":
+        return None
+    ticks = [int(v) for v in fields[1:9]]
+    return ticks[7], sum(ticks)
+
+
+def steal_share(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    """The share of CPU time stolen between two ``cpu_ticks`` readings (None if unknown)."""
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return (after[0] - before[0]) / (after[1] - before[1])
+
+
 @contextmanager
 def scratch(name: str) -> Iterator[Path]:
     """A fresh folder in the system's temporary directory, removed afterwards."""
