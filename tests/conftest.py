@@ -57,6 +57,20 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
+def _cpu_policy_kept() -> Iterator[None]:
+    """A test that runs ``teamctl run`` or ``join`` in this process puts it under
+    ``SCHED_BATCH`` (``actors.runtime.process.batch_scheduling``): put the policy the suite
+    started with back, so no later test (nor what it starts) runs under another one."""
+    if not hasattr(os, "sched_getscheduler"):
+        yield
+        return
+    before = os.sched_getscheduler(0)
+    yield
+    if os.sched_getscheduler(0) != before:
+        os.sched_setscheduler(0, before, os.sched_param(0))
+
+
+@pytest.fixture(autouse=True)
 def _sandbox_available(request: pytest.FixtureRequest) -> None:
     """Tests marked ``sandbox``: skip loudly, or fail under ``TEAMCTL_REQUIRE_SANDBOX=1``."""
     if request.node.get_closest_marker("sandbox") is None:
