@@ -191,14 +191,14 @@ def batch_scheduling() -> bool:
 
     A team's processes are throughput work, not interactive: under ``SCHED_BATCH`` a process
     woken up (a journal lock handed over, a message arrived) waits for the running one's time
-    slice instead of preempting it. With more team processes than cores, that preemption is
-    what costs most: the lock holder is interrupted by the waiter it just woke, and every
-    process comes back to cold caches (16 processes racing for claims on 2 cores: about 9 % more
-    claims per second, 7 of 9 paired runs faster, ``benchmarks/bench_claims.py --scheduling``). The
+    slice instead of preempting it. With more team processes than cores, that preemption is what
+    costs most: the lock holder is interrupted by the waiter it just woke, and every process
+    comes back to cold caches (16 processes racing for claims on 2 cores: about 9 % more claims
+    per second, 7 of 9 paired runs faster, ``benchmarks/bench_claims.py --scheduling``). The
     weight is unchanged (it is not ``nice``), and a program of the person's, under the normal
-    policy, may still preempt the team's when it wakes. A policy chosen from outside (``chrt``, a service
-    manager: anything but the default ``SCHED_OTHER``) is left as it is, and so is a system
-    that refuses the change. ``team.cpu_scheduling = "normal"`` turns it off.
+    policy, may still preempt the team's when it wakes. A policy chosen from outside (``chrt``,
+    a service manager: anything but the default ``SCHED_OTHER``) is left as it is, and so is a
+    system that refuses the change. ``team.cpu_scheduling = "normal"`` turns it off.
     """
     if not hasattr(os, "sched_setscheduler"):  # not Linux
         return False
