@@ -279,4 +279,23 @@ def run_team(root: Path, **runtime: Any) -> RealTeam:
     except BaseException:
         model.release.set()
         raise
-    return RealTeam(rt, model)
+    team = RealTeam(rt, model)
+    _wait_lead_idle(team)
+    return team
+
+
+def _wait_lead_idle(team: RealTeam, timeout: float = 30.0) -> None:
+    """Wait until the lead has journaled its first ``idle``: the runtime's start-up events are
+    then all in, and a test that counts the journal's events counts only its own (CI once saw
+    the lead's status land after a test had taken its count)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not any(
+        e.data.get("name") == LEAD and e.data.get("status") == "idle"
+        for e in team.events("member.status_changed")
+    ):
+        if time.monotonic() > deadline:
+            team.close()
+            raise AssertionError("the lead never went idle after the runtime started")
+        time.sleep(0.01)
