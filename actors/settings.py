@@ -133,6 +133,11 @@ class TeamSettings(_Strict):
     of what they start: ``batch`` (``SCHED_BATCH``: a woken team process does not preempt a
     running one, which keeps many processes on few cores from interrupting each other) or
     ``normal`` (the default policy). A policy set from outside (``chrt``) is kept either way."""
+    commit_service: bool = True
+    """Whether the team's runtime processes on one host commit their claims, completions and
+    status changes through one of them (the first to start serves the others on a Unix
+    socket), so that many processes share each journal commit instead of queuing for the
+    journal's lock (docs/ARCHITECTURE.md, "One commit queue per host"). File backend only."""
     max_workflow_steps: int = Field(default=200, ge=1)
     """``agent()`` calls one workflow run may make (recorded ones replayed by a resume count
     too); one more fails the run with a clear message (docs/ARCHITECTURE.md, "Workflows")."""

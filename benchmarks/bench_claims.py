@@ -30,6 +30,8 @@ from actors.board.board import Board
 from actors.board.fold import fold_all
 from actors.board.projections import Projections
 from actors.board.state import EMPTY
+from actors.runtime.commit_service import CommitClient, CommitServer, service_address
+from actors.runtime.commits import SharedCommits
 from actors.runtime.process import batch_scheduling
 from benchmarks.common import (
     at_least,
@@ -49,12 +51,21 @@ FOLD_TARGET = 100_000.0
 
 
 def worker(
-    root: str, name: str, project: bool, batch: bool, barrier: Barrier, results: Any
+    root: str,
+    name: str,
+    project: bool,
+    batch: bool,
+    barrier: Barrier,
+    results: Any,
+    address: bytes | None = None,
 ) -> None:
     if batch:
         batch_scheduling()
     projections = Projections(Path(root)) if project else None
     board = Board(FileJournal(Path(root) / ".team"), projections=projections, actor=name)
+    if address is not None:
+        served(board, name, address, barrier, results)
+        return
     # Warm up outside the timed window: a claim that accepts no task writes nothing but runs the
     # whole path once, so modules a command imports on first use (event payloads) are loaded
     # before the race rather than inside it, 16 times at once.
@@ -68,6 +79,21 @@ def worker(
     claims = 0
     while (got := board.claim_next(name)).ok:
         board.complete(got.unwrap().id, name, got.epoch, "ok")
+        claims += 1
+    results.put((name, claims, time.time(), time.process_time() - cpu))
+
+
+def served(board: Board, name: str, address: bytes, barrier: Barrier, results: Any) -> None:
+    """The worker of a team process whose host runs the commit service: claims and completions
+    go through ``SharedCommits`` to the process serving it, as a joined runtime's do."""
+    commits = SharedCommits(board, remote=CommitClient(address))
+    assert commits.remote is not None
+    commits.remote.call([])  # connect before the race (a request with no writes)
+    barrier.wait(timeout=120)
+    cpu = time.process_time()
+    claims = 0
+    while (task := commits.claim_next(name)) is not None:
+        commits.complete(task.id, name, task.epoch, "ok")
         claims += 1
     results.put((name, claims, time.time(), time.process_time() - cpu))
 
@@ -93,21 +119,31 @@ def double_claims(events: Iterable[Event]) -> int:
 
 
 def run_once(
-    processes: int, tasks: int, project: bool, batch: bool = True
+    processes: int, tasks: int, project: bool, batch: bool = True, service: bool = True
 ) -> tuple[float, int, float, float, float | None]:
     """(claims/s, double claims, fold events/s, CPU ms per claim, steal share) for one race in
     a fresh folder. The CPU is the workers' own (user + system, from the barrier to their last
-    completion), summed: what one claim + complete costs the machine, contention included."""
+    completion), summed, plus the serving process's over the same time (``service``): what one
+    claim + complete costs the machine, contention included."""
     with scratch("claims") as root:
         (root / ".team").mkdir()
         lead = Board(FileJournal(root / ".team"), projections=Projections(root), actor="lead")
         for n in range(tasks):
             lead.create(f"task {n}", blocked_by=[f"task_{n - 8}"] if n % 10 == 9 else [])
+        server = None
+        if service:  # this process is the team's first runtime process: it serves the host
+            server = CommitServer(service_address(root / ".team"), SharedCommits(lead).serve)
+            if not server.start():
+                raise SystemExit("the commit service's address is taken")
         ctx = multiprocessing.get_context("spawn")
         barrier = ctx.Barrier(processes + 1)
         results = ctx.Queue()
+        address = server.address if server is not None else None
         children = [
-            ctx.Process(target=worker, args=(str(root), f"w{i}", project, batch, barrier, results))
+            ctx.Process(
+                target=worker,
+                args=(str(root), f"w{i}", project, batch, barrier, results, address),
+            )
             for i in range(processes)
         ]
         for child in children:
@@ -115,8 +151,12 @@ def run_once(
         barrier.wait(timeout=120)
         started = time.time()
         ticks = cpu_ticks()
+        serving = time.process_time()
         reports = [results.get(timeout=300) for _ in children]
+        serving = time.process_time() - serving if server is not None else 0.0
         stolen = steal_share(ticks, cpu_ticks())
+        if server is not None:
+            server.stop()
         for child in children:
             child.join(timeout=60)
         finished = max(r[2] for r in reports)
@@ -129,14 +169,15 @@ def run_once(
         fold_rate = len(events) / (time.perf_counter() - fold_start)
         if any(t.status != "completed" for t in state.tasks.values()):
             raise SystemExit("a task was left unfinished")
-        cpu_ms = sum(r[3] for r in reports) * 1000 / claimed
+        cpu_ms = (sum(r[3] for r in reports) + serving) * 1000 / claimed
         return claimed / (finished - started), double_claims(events), fold_rate, cpu_ms, stolen
 
 
 def main() -> None:
     args = cli()
+    project, batch = not args.no_projections, args.scheduling == "batch"
     runs = [
-        run_once(args.processes, args.tasks, not args.no_projections, args.scheduling == "batch")
+        run_once(args.processes, args.tasks, project, batch, not args.no_service)
         for _ in range(args.repeat)
     ]
     rate = statistics.median(r[0] for r in runs)
@@ -150,6 +191,21 @@ def main() -> None:
         at_least("state_fold", fold_rate, "events/s", FOLD_TARGET),
         shown("cpu_per_claim", cpu_ms, "ms"),
     ]
+    if not args.no_service and not args.quick:
+        # For comparison: the same race with every process on the journal's lock alone (a
+        # host without the service: ``team.commit_service`` off, or writers outside a runtime).
+        alone = [
+            run_once(args.processes, args.tasks, project, batch, service=False)
+            for _ in range(args.repeat)
+        ]
+        figures += [
+            shown(
+                f"claims_per_s_{args.processes}_processes_journal_lock_only",
+                statistics.median(r[0] for r in alone),
+                "claims/s",
+            ),
+            at_most("double_claims_journal_lock_only", max(r[1] for r in alone), "claims", 0),
+        ]
     if steals:
         figures.append(shown("steal_share", statistics.median(steals), "share of CPU time"))
     finish(
@@ -160,6 +216,7 @@ def main() -> None:
         tasks=args.tasks,
         projections=not args.no_projections,
         scheduling=args.scheduling,
+        service=not args.no_service,
     )
 
 
@@ -169,6 +226,11 @@ def cli() -> Any:
     cmd.add_argument("--tasks", type=int, default=1000)
     cmd.add_argument("--repeat", type=int, default=3)
     cmd.add_argument("--no-projections", action="store_true", help="measure the journal alone")
+    cmd.add_argument(
+        "--no-service",
+        action="store_true",
+        help="no commit service: every process takes the journal's lock itself",
+    )
     cmd.add_argument(
         "--scheduling",
         choices=("batch", "normal"),

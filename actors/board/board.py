@@ -127,6 +127,7 @@ class Board:
         self._actor = actor
         self._lock = threading.RLock()
         self._state = EMPTY
+        self._elsewhere = 0
         self._snapshots = snapshots
         self._snapshot_every = snapshot_every
         self._snapshot_lock = threading.Lock()
@@ -142,8 +143,22 @@ class Board:
 
     @property
     def state(self) -> TeamState:
-        """The folded team state as of the last command or refresh."""
+        """The folded team state as of the last command or refresh (or later: a command
+        committed elsewhere for this board, ``committed_elsewhere``, is folded in on first read)."""
+        if self._elsewhere > self._state.seq:
+            return self.refresh()
         return self._state
+
+    def committed_elsewhere(self, seq: int) -> None:
+        """A command of this board's was committed by another process (the host's commit
+        service), up to ``seq``: the next read folds the journal up to there at least."""
+        if seq > self._elsewhere:
+            self._elsewhere = seq
+
+    @property
+    def store(self) -> EventStore:
+        """The event store this board decides on (the team's journal)."""
+        return self._store
 
     @property
     def actor(self) -> str:
@@ -160,15 +175,15 @@ class Board:
 
     def get(self, tid: str) -> Task:
         """One task (``UnknownTask`` if absent)."""
-        return self._state.task(tid)
+        return self.state.task(tid)
 
     def list(self, *, include_deleted: bool = False) -> TaskList:
         """Every task in id order (deleted ones only when asked)."""
-        return [t for t in self._state.tasks.values() if include_deleted or t.status != "deleted"]
+        return [t for t in self.state.tasks.values() if include_deleted or t.status != "deleted"]
 
     def ready(self, role: str | None = None, *, any_role: bool = True) -> TaskList:
         """Ready tasks in id order (see ``TeamState.ready``)."""
-        return self._state.ready(role, any_role=any_role)
+        return self.state.ready(role, any_role=any_role)
 
     # --- the one write path --------------------------------------------------------------------
 

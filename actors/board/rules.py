@@ -139,6 +139,16 @@ def live(st: TeamState, tid: str, action: str) -> Task:
     return task
 
 
+AWAITS_WORKTREE = "workflow_awaits_worktree"
+"""Task metadata: a workflow step that waits for its worktree before anyone may claim it
+(``actors.workflows.tools``)."""
+
+
+def claimable(task: Task) -> bool:
+    """False for a workflow step still waiting for its worktree to be bound."""
+    return not (task.metadata.get(AWAITS_WORKTREE) and task.worktree is None)
+
+
 def first_claimable(
     st: TeamState,
     role: str | None,

@@ -25,12 +25,23 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from actors.board.rules import fence, first_claimable
-from actors.errors import NotOwner
+from actors.board.rules import Completion, claimable, fence, first_claimable
+from actors.errors import NotOwner, TeamError
+from actors.runtime.commit_service import AnswerLost, CommitClient, ServiceUnavailable
+from actors.runtime.commit_wire import (
+    Answer,
+    Spec,
+    claim_spec,
+    complete_spec,
+    decode_value,
+    encode_value,
+    status_spec,
+    wired,
+)
 from mailboxes.events import MemberStatusChanged, draft
 
 if TYPE_CHECKING:
@@ -77,15 +88,20 @@ backend may ask again, with a newer state and a fresh batch)."""
 
 
 class _Write:
-    __slots__ = ("cancel", "decide", "done", "error", "events", "state")
+    __slots__ = ("answer", "cancel", "decide", "done", "error", "events", "spec", "state", "value")
 
-    def __init__(self, decide: Decide) -> None:
+    def __init__(
+        self, decide: Decide, spec: Spec | None = None, answer: Answer | None = None
+    ) -> None:
         self.decide = decide
         self.done = False
         self.error: BaseException | None = None
         self.events: tuple[Event, ...] = ()
         self.state: TeamState | None = None
         self.cancel: Callable[[], None] | None = None  # a deferred write's timer
+        self.spec = spec  # a write the host's commit service can make (commit_wire)
+        self.answer = answer
+        self.value: Any = None  # what ``answer`` said, here or in the service
 
 
 class Deferred:
@@ -107,12 +123,93 @@ class SharedCommits:
     ``timer`` (the process's, ``actors.runtime.process.thread_timer``) commits deferred writes
     that no other write carried within ``DEFER_S``; without one, ``defer`` commits at once."""
 
-    def __init__(self, board: Board, *, timer: Timer | None = None) -> None:
+    def __init__(
+        self, board: Board, *, timer: Timer | None = None, remote: CommitClient | None = None
+    ) -> None:
         self.board = board
         self._timer = timer
         self._cond = threading.Condition(threading.Lock())
         self._queue: list[_Write] = []
         self._committing = False
+        self.remote = remote
+        """The host's commit service, when another process serves it (``commit_service``):
+        claims, completions and status changes are committed there, the rest here."""
+
+    # -- the writes the commit service can make ------------------------------------------------
+
+    def claim_next(
+        self,
+        owner: str,
+        *,
+        role: str | None = None,
+        exclude: Collection[str] = (),
+        also: Sequence[Payload] = (),
+    ) -> Task | None:
+        """``owner`` claims its next task (``claim_next``); the task, or None."""
+        result: Task | None = self._ask(claim_spec(owner, role=role, exclude=exclude, also=also))
+        return result
+
+    def complete(
+        self,
+        tid: str,
+        owner: str,
+        epoch: int,
+        summary: str,
+        *,
+        commit: str | None = None,
+        remote: str | None = None,
+    ) -> Completion:
+        """``owner`` completes ``tid`` (``complete``)."""
+        spec = complete_spec(tid, owner, epoch, summary, commit=commit, remote=remote)
+        result: Completion = self._ask(spec)
+        return result
+
+    def set_status(self, name: str, status: str, reason: str = "") -> bool:
+        """``name``'s status becomes ``status`` (``status_change``); True when journaled."""
+        return bool(self._ask(status_spec(name, status, reason)))
+
+    def _ask(self, spec: Spec) -> Any:
+        decide, answer = wired(spec)
+        mine = _Write(decide, spec, answer)
+        with self._cond:
+            self._queue.append(mine)
+        self._until_done(mine)
+        if mine.error is not None:
+            raise mine.error
+        return mine.value
+
+    def serve(self, specs: Sequence[Spec]) -> dict[str, Any]:
+        """Commit the writes ``specs`` name (sent by other processes), with any of this process
+        that wait, in one commit; the service's answer (``commit_service``)."""
+        writes: list[_Write] = []
+        answers: list[Any] = []
+        for spec in specs:
+            try:
+                decide, answer = wired(spec)
+            except TeamError as exc:
+                answers.append({"error": str(exc)})
+                writes.append(_Write(_nothing))
+                writes[-1].done = True
+                continue
+            answers.append(None)
+            writes.append(_Write(decide, spec, answer))
+        with self._cond:
+            self._queue += [w for w in writes if not w.done]
+        for write in writes:
+            self._until_done(write)
+        seq = 0
+        for i, (write, spec) in enumerate(zip(writes, specs, strict=True)):
+            if answers[i] is not None:
+                continue
+            if write.error is not None:
+                # Refused, or its commit failed (then nothing of it was written): the client
+                # decides it again itself, and raises what it raises there.
+                answers[i] = {"error": str(write.error) or type(write.error).__name__}
+            else:
+                answers[i] = {"ok": encode_value(spec, write.value)}
+                if write.state is not None:
+                    seq = max(seq, write.state.seq)
+        return {"seq": seq, "answers": answers}
 
     def write(self, decide: Decide) -> tuple[TeamState, tuple[Event, ...]]:
         """Commit ``decide``'s drafts, maybe in one commit with other threads' writes; returns the
@@ -193,6 +290,51 @@ class SharedCommits:
                 self._cond.notify_all()
 
     def _commit(self, batch: list[_Write]) -> None:
+        remote = self.remote
+        if remote is not None and any(w.spec is not None for w in batch):
+            here = [w for w in batch if w.spec is None]
+            if here:
+                self._commit_here(here)
+            self._commit_remote(remote, [w for w in batch if w.spec is not None])
+        else:
+            self._commit_here(batch)
+
+    def _commit_remote(self, remote: CommitClient, batch: list[_Write]) -> None:
+        """Send ``batch`` to the service; what it cannot make is committed here."""
+        try:
+            reply = remote.call([w.spec for w in batch if w.spec is not None])
+        except ServiceUnavailable:
+            self._commit_here(batch)
+            return
+        except AnswerLost as exc:
+            log.warning("%s; deciding its writes again here", exc)
+            for write in batch:
+                assert write.spec is not None
+                write.decide, write.answer = wired(write.spec, recover=True)
+            self._commit_here(batch)
+            return
+        answers = reply.get("answers")
+        if not isinstance(answers, list) or len(answers) != len(batch):
+            log.warning("the commit service answered out of turn; deciding its writes here")
+            for write in batch:
+                assert write.spec is not None
+                write.decide, write.answer = wired(write.spec, recover=True)
+            self._commit_here(batch)
+            return
+        again: list[_Write] = []
+        for write, answer in zip(batch, answers, strict=True):
+            assert write.spec is not None
+            try:
+                write.value = decode_value(write.spec, answer["ok"])
+            except (KeyError, TypeError, ValueError):
+                again.append(write)  # refused there: here it raises the same error
+        seq = reply.get("seq")
+        if type(seq) is int:
+            self.board.committed_elsewhere(seq)
+        if again:
+            self._commit_here(again)
+
+    def _commit_here(self, batch: list[_Write]) -> None:
         spans: list[tuple[int, int]] = []
 
         def decision(state: TeamState) -> list[EventDraft]:
@@ -219,6 +361,12 @@ class SharedCommits:
             write.state = state
             if write.error is None:
                 write.events = tuple(appended[start : start + count])
+                if write.answer is not None:
+                    write.value = write.answer(self.board, state, write.events)
+
+
+def _nothing(_state: TeamState, _batch: Batch) -> list[EventDraft]:
+    return []
 
 
 def claim_next(
@@ -226,18 +374,23 @@ def claim_next(
     *,
     role: str | None = None,
     accept: Callable[[Task], bool] | None = None,
+    exclude: Collection[str] = (),
     also: Sequence[Payload] = (),
 ) -> Decide:
     """``Board.claim_next`` as a write: the lowest-id ready task ``owner`` may take (no role or
-    ``role``, and ``accept`` agrees) that no earlier write of the commit claimed; nothing when
-    ``owner`` already holds one. ``also``: ``owner``'s events appended after the claim, only if
-    it is made."""
+    ``role``, not in ``exclude``, not a workflow step still waiting for its worktree, and
+    ``accept`` agrees) that no earlier write of the commit claimed; nothing when ``owner``
+    already holds one. ``also``: ``owner``'s events appended after the claim, only if it is
+    made."""
     from mailboxes.payloads import TaskClaimed
+
+    def allowed(task: Task) -> bool:
+        return task.id not in exclude and claimable(task) and (accept is None or accept(task))
 
     def decide(state: TeamState, batch: Batch) -> list[EventDraft]:
         if owner in batch.holders or state.holding(owner) is not None:
             return []
-        task = first_claimable(state, role, accept, batch.claimed)
+        task = first_claimable(state, role, allowed, batch.claimed)
         if task is None:
             return []
         batch.claimed.add(task.id)
@@ -271,17 +424,28 @@ def complete(
     *,
     commit: str | None = None,
     remote: str | None = None,
+    again: bool = False,
 ) -> Decide:
     """``Board.complete`` as a write (journaled by ``owner``): fenced by ``owner`` and ``epoch``
     (an earlier write of the commit that completed ``tid`` ends the claim: ``NotOwner``); the
     event's ``unblocked`` counts the tasks the commit's earlier writes completed as completed,
     as if each write were its own commit in the same order (a task blocked by two tasks
-    completed in one commit is unblocked by the later one)."""
+    completed in one commit is unblocked by the later one). ``again``: decided again after a
+    lost answer, so a task already completed by ``owner`` at ``epoch`` is this write's own
+    completion: nothing more is written."""
     from mailboxes.payloads import TaskCompleted
 
     def decide(state: TeamState, batch: Batch) -> list[EventDraft]:
         if tid in batch.completed:
             raise NotOwner(tid, owner, None)
+        if again:
+            task = state.tasks.get(tid)
+            if (
+                task is not None
+                and task.status == "completed"
+                and (task.owner, task.epoch) == (owner, epoch)
+            ):
+                return []
         fence(state, tid, owner, epoch)
         body = TaskCompleted(
             task_id=tid,

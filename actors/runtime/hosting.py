@@ -16,7 +16,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,8 +25,7 @@ import pykka
 
 from actors.errors import TeamError
 from actors.messages import BoardChanged, UserInput, Wake
-from actors.runtime.commits import SharedCommits, status_change
-from actors.runtime.commits import claim_next as next_claim
+from actors.runtime.commits import SharedCommits
 from actors.runtime.lead import Lead
 from actors.runtime.members import MemberPlan
 from actors.runtime.roster import Hosted, Roster
@@ -131,9 +130,9 @@ class MemberHosting:
             # Already so as this process last wrote or read the board (e.g. journaled with the
             # claim that opened the turn): no journal round trip. A member's status is written by
             # the process hosting it, so the state folded here is not behind on it.
-            appended: tuple[object, ...] = ()
+            appended = False
         else:
-            _state, appended = self._commits.write(status_change(name, status, reason))
+            appended = self._commits.set_status(name, status, reason)
         self.emit({"type": "status", "agent": name, "status": status, "reason": reason})
         self._roster.notify()
         if appended and name != self._lead:  # the lead may hold notices until this change
@@ -147,11 +146,10 @@ class MemberHosting:
         name: str,
         *,
         role: str | None,
-        accept: Callable[[Task], bool],
+        exclude: Collection[str] = (),
         also: Sequence[Payload] = (),
     ) -> Task | None:
-        state, appended = self._commits.write(next_claim(name, role=role, accept=accept, also=also))
-        return state.task(str(appended[0].data["task_id"])) if appended else None
+        return self._commits.claim_next(name, role=role, exclude=exclude, also=also)
 
     def input_taken(self, name: str) -> None:
         self._roster.input_taken(name)

@@ -48,6 +48,7 @@ stopped, its claim released) and starts the lead on a new conversation.
 from __future__ import annotations
 
 import contextlib
+import logging
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -58,6 +59,7 @@ from actors.errors import TeamError, UnknownMember
 from actors.factory import Team, open_team, tidy_mailboxes
 from actors.runtime.background import Background
 from actors.runtime.changes import Changes
+from actors.runtime.commit_service import CommitClient, CommitServer, service_address
 from actors.runtime.commits import SharedCommits
 from actors.runtime.goal import TeamGoal
 from actors.runtime.hosting import RUNTIME, MemberHosting
@@ -89,6 +91,7 @@ from actors.settings import Settings, load_settings
 from actors.worktrees.remote import BranchSharing
 from mailboxes.errors import MailboxesError
 from mailboxes.events import MemberSpawned
+from mailboxes.journal.store import FileJournal
 from teamctl_base.clock import SystemClock
 
 if TYPE_CHECKING:
@@ -107,6 +110,8 @@ if TYPE_CHECKING:
     from mailboxes.ports import Mailbox
 
 __all__ = ["RuntimeBusy", "TeamRuntime"]
+
+log = logging.getLogger(__name__)
 
 
 class TeamRuntime:
@@ -178,6 +183,8 @@ class TeamRuntime:
         # hosted here: the ones that meet share a journal commit.
         # A usage record rides on its agent's next write (``SharedCommits.defer``).
         self.commits = SharedCommits(team.board, timer=thread_timer)
+        self.commit_server: CommitServer | None = None
+        """The host's commit service, when this runtime serves it (``_share_commits``)."""
         self.usage = UsageMeter(team.board, settings.team, on_hit=cap_reached, commits=self.commits)
         self.decisions = JournalDecisions(team.journal, None)
         self.worktrees = TaskWorktrees(
@@ -326,6 +333,7 @@ class TeamRuntime:
         for plan in plans:
             if plan.name not in leases:
                 leases[plan.name] = hold_lease(team.liveness, plan.name)
+        self._share_commits()
         team.board.reap_dead_owners()
         if self._join is None:  # orphaned tmp/ files, cur/ retention (docs/RELIABILITY.md)
             tidy_mailboxes(team, self.settings)
@@ -448,6 +456,25 @@ class TeamRuntime:
         """The first cap of the ``team`` settings an agent reached in this run (it then starts
         no model call; a headless run stops, the team paused), or None."""
         return self.usage.reached()
+
+    def _share_commits(self) -> None:
+        """Serve the host's commit service, or use the one another process of this team serves
+        (``actors.runtime.commit_service``; file backend, ``team.commit_service``)."""
+        journal = self.team.journal
+        if not self.settings.team.commit_service or not isinstance(journal, FileJournal):
+            return
+        try:
+            address = service_address(journal.team_dir)
+        except OSError as exc:
+            log.warning("no commit service for this team: %s", exc)
+            return
+        server = CommitServer(address, self.commits.serve)
+        if server.start():
+            self.commit_server = server
+            self._stack.callback(server.stop)
+        else:
+            self.commits.remote = CommitClient(address)
+            self._stack.callback(self.commits.remote.close)
 
     def stop(self, reason: str = "runtime_exit") -> None:
         """Stop everything this runtime started (idempotent). Every member still hosted is

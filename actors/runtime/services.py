@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from actors.board.board import acting_as
 from actors.board.rules import Completion, check_new_member
 from actors.errors import ClaimRefused, DuplicateMember, TeamError, UnknownMember
-from actors.runtime.commits import SharedCommits, complete
+from actors.runtime.commits import SharedCommits
 from actors.runtime.members import MemberPlan
 from actors.runtime.process import hold_lease
 from actors.services import MemberView, TeammateSpec
@@ -123,9 +123,7 @@ class RuntimeServices:
         commit: str | None = None,
         remote: str | None = None,
     ) -> Completion:
-        decide = complete(tid, owner, epoch, summary, commit=commit, remote=remote)
-        state, events = self._commits.write(decide)
-        return Completion(state.task(tid), tuple(events[0].data["unblocked"]))
+        return self._commits.complete(tid, owner, epoch, summary, commit=commit, remote=remote)
 
     # -- members -------------------------------------------------------------------------------
 

@@ -50,11 +50,12 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from actors.board.board import acting_as
+from actors.board.rules import claimable
 from actors.errors import TeamError
 from actors.protocols import answer_shutdown
 from actors.runtime.agent_actor import AgentActor, AgentHost
@@ -130,12 +131,12 @@ class TeammateHost(AgentHost, TeamChannel, Protocol):
         name: str,
         *,
         role: str | None,
-        accept: Callable[[Task], bool],
+        exclude: Collection[str] = (),
         also: Sequence[Payload] = (),
     ) -> Task | None:
-        """``Board.claim_next`` for ``name`` (with ``also`` in the claim's commit), made in one
-        commit with the other writes of this process that meet it (``actors.runtime.commits``):
-        the claimed task, or None."""
+        """``Board.claim_next`` for ``name`` (not a task of ``exclude``; with ``also`` in the
+        claim's commit), made in one commit with the other writes of this process that meet it,
+        or of the host's (``actors.runtime.commits``): the claimed task, or None."""
         ...
 
     def notice_begins(self, name: str) -> None:
@@ -378,7 +379,7 @@ class Teammate(AgentActor):
             working = MemberStatusChanged(name=self.name, status="working")
             also = () if self.status == "working" else (working,)
             return self.host.claim_next(
-                self.name, role=self.role, accept=self._may_claim, also=also
+                self.name, role=self.role, exclude=self._abandoned, also=also
             )
         for _ in range(MAX_CLAIM_ATTEMPTS):  # each round, a faster teammate may take the task
             ready = [
@@ -394,8 +395,6 @@ class Teammate(AgentActor):
         return None
 
     def _may_claim(self, task: Task) -> bool:
-        from actors.workflows.tools import claimable  # a workflow step awaiting its worktree
-
         return task.id not in self._abandoned and claimable(task)
 
     def _abandon(self, task: Task) -> Task | None:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from actors.board.board import acting_as
+from actors.board.rules import AWAITS_WORKTREE
 from actors.errors import DuplicateMember, TeamError
 from actors.services import TeammateSpec
 from actors.workflows.context import (
@@ -48,7 +49,6 @@ from actors.workflows.context import (
 )
 from actors.workflows.loader import Workflow, WorkflowError, find_workflow, load_workflow
 from actors.workflows.record import Recorder, RunRecord, fold_runs
-from actors.workflows.tools import AWAITS_WORKTREE
 from teamctl_base.clock import new_id
 
 if TYPE_CHECKING:

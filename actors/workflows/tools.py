@@ -13,8 +13,8 @@ The task tools (``complete_task``, ``release_task``, ``list_tasks``, ``get_task`
 ``send_message``) stay usable: the worker must be able to answer.
 
 A ``worktree=True`` step's task is created with ``metadata[AWAITS_WORKTREE]`` and is not
-``claimable`` until its worktree is bound (teammates check it before claiming), so its worker
-always works in that worktree.
+``claimable`` (both in ``actors.board.rules``) until its worktree is bound (teammates check it
+before claiming), so its worker always works in that worktree.
 """
 
 from __future__ import annotations
@@ -30,13 +30,6 @@ if TYPE_CHECKING:
     from harness.tools.base import PermissionRequest, ToolContext, ToolOutput, ToolPolicy
 
 TASK_TOOLS = frozenset({"complete_task", "release_task", "list_tasks", "get_task", "send_message"})
-AWAITS_WORKTREE = "workflow_awaits_worktree"
-"""Task metadata: a workflow step that waits for its worktree before anyone may claim it."""
-
-
-def claimable(task: Task) -> bool:
-    """False for a workflow step still waiting for its worktree to be bound."""
-    return not (task.metadata.get(AWAITS_WORKTREE) and task.worktree is None)
 
 
 def step_tools(task: Task | None) -> str | tuple[str, ...] | None:

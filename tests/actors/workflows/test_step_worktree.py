@@ -12,12 +12,12 @@ from typing import Any, cast
 import pytest
 import yaml
 
+from actors.board.rules import AWAITS_WORKTREE, claimable
 from actors.board.state import Task
 from actors.errors import TeamError
 from actors.factory import open_team
 from actors.workflows.context import StepSpec
 from actors.workflows.engine import BoardSteps
-from actors.workflows.tools import AWAITS_WORKTREE, claimable
 from tests.actors.cli.cli_support import git_repo, ok
 
 WT = """
