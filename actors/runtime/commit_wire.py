@@ -14,6 +14,7 @@ a status already set. So nothing is done twice, and no operation id has to be jo
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from actors.board.rules import Completion
@@ -196,6 +197,7 @@ def task_to_wire(task: Task) -> list[Any]:
 
 _PLAN = Task._fields.index("plan")
 _TUPLES = tuple(Task._fields.index(name) for name in ("blocked_by", "blocks"))
+_METADATA = Task._fields.index("metadata")
 _FLOATS = tuple(Task._fields.index(name) for name in ("created_at", "updated_at"))
 
 
@@ -208,6 +210,7 @@ def task_from_wire(fields: Any) -> Task:
         values[i] = tuple(values[i])
     for i in _FLOATS:
         values[i] = float(values[i])
+    values[_METADATA] = MappingProxyType(dict(values[_METADATA]))  # read-only, as the fold's
     return Task(*values)
 
 

@@ -1,0 +1,339 @@
+"""The host's commit service (actors/runtime/commit_service.py, commit_wire.py): runtime
+processes of one host send their claims, completions and status changes to the process serving
+the team, and get back what a local commit would have answered; without a service, or after
+losing it mid-request, they commit themselves and never do a write twice. Real processes, a real
+Unix socket, a real journal."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import socket
+from collections.abc import Iterator
+from multiprocessing.synchronize import Barrier
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from actors.board.board import Board
+from actors.board.projections import Projections
+from actors.runtime.commit_service import (
+    CommitClient,
+    CommitServer,
+    ServiceUnavailable,
+    service_address,
+)
+from actors.runtime.commit_wire import claim_spec, complete_spec, task_from_wire, task_to_wire
+from actors.runtime.commits import SharedCommits
+from mailboxes.events import Event, MemberStatusChanged
+from mailboxes.journal.store import FileJournal
+
+DEADLINE_S = 60.0
+SPAWN = multiprocessing.get_context("spawn")
+
+
+def _board(root: Path, actor: str = "runtime") -> Board:
+    return Board(FileJournal(root / ".team"), projections=Projections(root), actor=actor)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    (tmp_path / ".team").mkdir()
+    lead = _board(tmp_path, "lead")
+    for n in range(1, 13):
+        # task_<n> for n = 4, 8, 12 waits for the task before it
+        lead.create(f"task {n}", blocked_by=[f"task_{n - 1}"] if n % 4 == 0 else [])
+    return tmp_path
+
+
+@pytest.fixture
+def served(root: Path) -> Iterator[CommitServer]:
+    server = CommitServer(service_address(root / ".team"), SharedCommits(_board(root)).serve)
+    assert server.start()
+    yield server
+    server.stop()
+
+
+def _events(root: Path, kind: str) -> list[Event]:
+    return [e for e in FileJournal(root / ".team").read_from(1) if e.type == kind]
+
+
+# --- the wire ---------------------------------------------------------------------------------
+
+
+def test_a_task_reads_back_from_the_wire_equal_and_of_the_same_types(root: Path) -> None:
+    board = _board(root, "lead")
+    board.update("task_4", metadata={"workflow": {"tools": ["read_file"]}, "n": 1.5})
+    got = board.claim_next("ann")
+    done = board.complete(got.unwrap().id, "ann", got.epoch, "ok")
+    for task in (*board.list(), done.task):
+        back = task_from_wire(json.loads(json.dumps(task_to_wire(task))))
+        assert back == task
+        assert [type(v) for v in back] == [type(v) for v in task]
+        assert type(back.plan) is type(task.plan)
+
+
+# --- through the service ----------------------------------------------------------------------
+
+
+def _worker(root: str, name: str, address: bytes, barrier: Barrier, out: Any) -> None:
+    board = _board(Path(root), name)
+    commits = SharedCommits(board, remote=CommitClient(address))
+    barrier.wait(DEADLINE_S)
+    done = []
+    working = MemberStatusChanged(name=name, status="working")
+    while (task := commits.claim_next(name, also=(working,))) is not None:
+        completion = commits.complete(task.id, name, task.epoch, f"done by {name}")
+        assert completion.task.status == "completed" and completion.task.owner == name
+        done.append((task.id, list(completion.unblocked)))
+    commits.set_status(name, "idle")
+    out.put((name, done))
+
+
+def test_processes_claim_and_complete_through_the_service_each_task_once(
+    root: Path, served: CommitServer
+) -> None:
+    names = [f"w{i}" for i in range(4)]
+    barrier, out = SPAWN.Barrier(len(names)), SPAWN.Queue()
+    children = [
+        SPAWN.Process(target=_worker, args=(str(root), n, served.address, barrier, out))
+        for n in names
+    ]
+    for child in children:
+        child.start()
+    reports = dict(out.get(timeout=DEADLINE_S) for _ in names)
+    for child in children:
+        child.join(DEADLINE_S)
+        assert child.exitcode == 0
+
+    done = [tid for tasks in reports.values() for tid, _ in tasks]
+    assert sorted(done) == sorted(f"task_{n}" for n in range(1, 13))  # each once
+    claims = _events(root, "task.claimed")
+    assert len(claims) == 12 and sorted(e.data["task_id"] for e in claims) == sorted(done)
+    for name, tasks in reports.items():
+        assert [e.data["task_id"] for e in claims if e.data["owner"] == name] == [
+            tid for tid, _ in tasks
+        ]
+    # What each completion answered is what it journaled (unblocked, summary)
+    for event in _events(root, "task.completed"):
+        owner = event.data["owner"]
+        assert event.data["summary"] == f"done by {owner}"
+        assert [event.data["task_id"], event.data["unblocked"]] in [list(t) for t in reports[owner]]
+    unblocked = {t for tasks in reports.values() for _, ids in tasks for t in ids}
+    assert unblocked == {"task_4", "task_8", "task_12"}
+    # The claim's ``also`` went in its commit; the final status change went through too.
+    statuses = _events(root, "member.status_changed")
+    assert sorted(e.data["status"] for e in statuses) == ["idle"] * 4 + ["working"] * 12
+    # Every write went to the service: 13 claims (the last finds nothing) + 12 completions +
+    # 4 status changes, none committed by a worker itself.
+    assert served.requests == 12 + len(names) + 12 + len(names)
+    state = _board(root).refresh()
+    assert all(t.status == "completed" for t in state.tasks.values())
+    # The projections were written by the serving process.
+    assert json.loads((root / ".tasks" / "task_12.json").read_text())["status"] == "completed"
+
+
+def test_writes_served_together_share_one_commit_and_never_take_the_same_task(
+    root: Path,
+) -> None:
+    commits = SharedCommits(_board(root))
+    answer = commits.serve(
+        [
+            claim_spec("ann", role=None),
+            claim_spec("bob", role=None, exclude=["task_2"]),
+            claim_spec("ann", role=None),  # ann holds one after the first
+            {"op": "claim_next", "owner": 7},  # a bad spec fails alone
+            complete_spec("task_9", "cy", 0, "no"),  # not claimed: refused, alone
+        ]
+    )
+    first, second, third, bad, refused = answer["answers"]
+    assert task_from_wire(first["ok"]).id == "task_1"
+    assert task_from_wire(second["ok"]).id == "task_3"
+    assert third == {"ok": None}
+    assert "bad write" in bad["error"]
+    assert "cy does not hold task task_9" in refused["error"]
+    claims = _events(root, "task.claimed")
+    assert [(e.data["owner"], e.data["task_id"]) for e in claims] == [
+        ("ann", "task_1"),
+        ("bob", "task_3"),
+    ]
+    assert claims[0].ts == claims[1].ts  # one commit
+    assert answer["seq"] == claims[1].seq
+
+
+def test_a_refusal_from_the_service_is_raised_as_the_local_command_raises_it(
+    root: Path, served: CommitServer
+) -> None:
+    from actors.errors import NotOwner
+
+    commits = SharedCommits(_board(root, "ann"), remote=CommitClient(served.address))
+    with pytest.raises(NotOwner, match="ann does not hold task task_2"):
+        commits.complete("task_2", "ann", 0, "not mine")
+    assert served.requests == 1
+    assert _events(root, "task.completed") == []
+
+
+def test_without_a_service_a_process_commits_itself(root: Path) -> None:
+    address = service_address(root / ".team")
+    commits = SharedCommits(_board(root, "ann"), remote=CommitClient(address))
+    with pytest.raises(ServiceUnavailable):
+        CommitClient(address).call([])
+    task = commits.claim_next("ann")
+    assert task is not None and task.id == "task_1" and task.owner == "ann"
+    assert commits.complete("task_1", "ann", task.epoch, "ok").task.status == "completed"
+
+
+def test_when_the_service_stops_its_clients_carry_on_by_themselves(
+    root: Path, served: CommitServer
+) -> None:
+    board = _board(root, "ann")
+    commits = SharedCommits(board, remote=CommitClient(served.address))
+    task = commits.claim_next("ann")
+    assert task is not None and served.requests == 1
+    served.stop()
+    assert commits.complete(task.id, "ann", task.epoch, "ok").task.status == "completed"
+    assert board.state.task(task.id).status == "completed"
+    assert len(_events(root, "task.completed")) == 1
+
+
+def test_a_board_reads_what_the_service_committed_for_it(root: Path, served: CommitServer) -> None:
+    board = _board(root, "ann")
+    seen = board.refresh().seq
+    commits = SharedCommits(board, remote=CommitClient(served.address))
+    task = commits.claim_next("ann")
+    assert task is not None
+    # Nothing folded here yet; the first read catches up with the service's commit.
+    assert board.state.seq > seen
+    assert board.get(task.id).owner == "ann"
+    assert board.state.holding("ann") == board.get(task.id)
+
+
+# --- a lost answer ----------------------------------------------------------------------------
+
+
+def _dying_server(root: str, ready: Any, commits_before_dying: int) -> None:
+    """Serves the team; after ``commits_before_dying`` commits, the next one is made and the
+    process is killed before it answers."""
+    commits = SharedCommits(_board(Path(root)))
+    made = [0]
+
+    def serve(specs: Any) -> Any:
+        answer = commits.serve(specs)
+        made[0] += 1
+        if made[0] > commits_before_dying:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return answer
+
+    server = CommitServer(service_address(Path(root) / ".team"), serve)
+    assert server.start()
+    ready.set()
+    signal.pause()
+
+
+def _start_dying_server(root: Path, commits_before_dying: int) -> Any:
+    ready = SPAWN.Event()
+    proc = SPAWN.Process(target=_dying_server, args=(str(root), ready, commits_before_dying))
+    proc.start()
+    assert ready.wait(DEADLINE_S)
+    return proc
+
+
+def test_a_claim_committed_before_its_answer_was_lost_is_taken_once(root: Path) -> None:
+    server = _start_dying_server(root, 0)
+    board = _board(root, "ann")
+    commits = SharedCommits(board, remote=CommitClient(service_address(root / ".team")))
+    task = commits.claim_next("ann")
+    server.join(DEADLINE_S)
+    assert server.exitcode == -signal.SIGKILL
+    assert task is not None and task.id == "task_1" and task.owner == "ann"
+    assert [e.data["task_id"] for e in _events(root, "task.claimed")] == ["task_1"]
+
+
+def test_a_completion_committed_before_its_answer_was_lost_is_made_once(root: Path) -> None:
+    server = _start_dying_server(root, 3)  # claims task_1, task_2, task_3; dies on completing
+    board = _board(root, "ann")
+    commits = SharedCommits(board, remote=CommitClient(service_address(root / ".team")))
+    for tid in ("task_1", "task_2"):
+        done = commits.claim_next("ann")
+        assert done is not None and done.id == tid
+        commits.complete(tid, "ann", done.epoch, "ok")
+    held = commits.claim_next("ann")
+    assert held is not None and held.id == "task_3"
+    completion = commits.complete("task_3", "ann", held.epoch, "ok")
+    server.join(DEADLINE_S)
+    assert server.exitcode == -signal.SIGKILL
+    assert completion.task.status == "completed" and completion.unblocked == ("task_4",)
+    completed = [e.data["task_id"] for e in _events(root, "task.completed")]
+    assert completed == ["task_1", "task_2", "task_3"]
+
+
+# --- whose service ----------------------------------------------------------------------------
+
+
+def _as_nobody() -> None:
+    os.setgid(65534)
+    os.setuid(65534)
+
+
+def _connect_as_nobody(address: bytes, out: Any) -> None:
+    _as_nobody()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(address)
+    try:
+        sock.sendall(b'\x00\x00\x00\x0d{"writes":[]}')
+        out.put(sock.recv(100))  # b"": closed without an answer
+    except OSError:
+        out.put(b"")  # closed before the request was sent
+
+
+def _serve_as_nobody(address: bytes, ready: Any) -> None:
+    _as_nobody()
+    server = CommitServer(address, lambda specs: {"seq": 0, "answers": []})
+    assert server.start()
+    ready.set()
+    signal.pause()
+
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run as another user")
+
+
+@needs_root
+def test_the_service_does_not_serve_another_user(root: Path, served: CommitServer) -> None:
+    out = SPAWN.Queue()
+    proc = SPAWN.Process(target=_connect_as_nobody, args=(served.address, out))
+    proc.start()
+    assert out.get(timeout=DEADLINE_S) == b""  # closed without an answer
+    proc.join(DEADLINE_S)
+    assert served.requests == 0
+
+
+@needs_root
+def test_a_client_does_not_use_a_service_another_user_runs(root: Path) -> None:
+    address = service_address(root / ".team")
+    ready = SPAWN.Event()
+    proc = SPAWN.Process(target=_serve_as_nobody, args=(address, ready))
+    proc.start()
+    try:
+        assert ready.wait(DEADLINE_S)
+        with pytest.raises(ServiceUnavailable, match="another user"):
+            CommitClient(address).call([])
+        commits = SharedCommits(_board(root, "ann"), remote=CommitClient(address))
+        task = commits.claim_next("ann")  # committed here instead
+        assert task is not None and [e.data["owner"] for e in _events(root, "task.claimed")] == [
+            "ann"
+        ]
+    finally:
+        proc.kill()
+        proc.join(DEADLINE_S)
+
+
+def test_a_team_made_again_at_the_same_path_has_another_address(root: Path) -> None:
+    before = service_address(root / ".team")
+    journal = root / ".team" / "journal.jsonl"
+    copy = journal.with_name("journal.copy")
+    copy.write_bytes(journal.read_bytes())  # a new file (inode) while the old one still exists
+    os.replace(copy, journal)
+    assert service_address(root / ".team") != before
