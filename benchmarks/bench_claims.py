@@ -132,7 +132,9 @@ def run_once(
             lead.create(f"task {n}", blocked_by=[f"task_{n - 8}"] if n % 10 == 9 else [])
         server = None
         if service:  # this process is the team's first runtime process: it serves the host
-            server = CommitServer(service_address(root / ".team"), SharedCommits(lead).serve)
+            server = CommitServer(
+                service_address(root / ".team" / "journal.jsonl"), SharedCommits(lead).serve
+            )
             if not server.start():
                 raise SystemExit("the commit service's address is taken")
         ctx = multiprocessing.get_context("spawn")

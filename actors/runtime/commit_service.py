@@ -73,12 +73,12 @@ class AnswerLost(Exception):
     been committed."""
 
 
-def service_address(team_dir: Path) -> bytes:
-    """The abstract socket name of the team at ``team_dir`` (its ``.team`` folder): the
-    folder's real path and the journal file's device and inode, so a team made again at the same
-    path is another team. Raises ``OSError`` when the journal does not exist."""
-    info = os.stat(team_dir / "journal.jsonl")
-    key = f"{os.path.realpath(team_dir)}\0{info.st_dev}\0{info.st_ino}".encode()
+def service_address(journal: Path) -> bytes:
+    """The abstract socket name of the team whose journal file is ``journal``: the file's real
+    path, device and inode, so a team made again at the same path is another team. Raises
+    ``OSError`` when the journal does not exist."""
+    info = os.stat(journal)
+    key = f"{os.path.realpath(journal)}\0{info.st_dev}\0{info.st_ino}".encode()
     return b"\0teamctl-commits-" + hashlib.sha256(key).hexdigest()[:40].encode()
 
 

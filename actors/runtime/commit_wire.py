@@ -1,21 +1,17 @@
 """The writes ``SharedCommits`` can send to the host's commit service, as plain JSON
-(``actors.runtime.commit_service``): a spec names the write and its arguments, and both ends
-build the same ``Decide`` from it, so a write decided by the service is decided exactly as it
-would be here.
+(``actors.runtime.commit_service``): a spec names the write and its arguments (``parse`` checks
+them), and both ends build the same ``Decide`` from it (``actors.runtime.commits.wired``), so a
+write decided by the service is decided exactly as it would be here; the answers travel as JSON
+too (``encode_value``, ``decode_value``).
 
 Three writes travel: a teammate's claim of its next task, a completion and a status change (what
-a runtime process commits over and over). Each spec can be decided in *recovery*: after a request
-whose answer was lost, the write is decided again locally and recognises its own earlier commit,
-if there was one, by the fencing it already has: the task its owner now holds (a member holds at
-most one, and only its hosting process claims for it), a completion with its owner and epoch,
-a status already set. So nothing is done twice, and no operation id has to be journaled for it.
-"""
+a runtime process commits over and over)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from actors.board.rules import Completion
 from actors.board.state import Task, TaskPlan
@@ -23,34 +19,21 @@ from actors.errors import TeamError
 from mailboxes.events import EventDraft, payload
 
 if TYPE_CHECKING:
-    from actors.board.board import Board
-    from actors.board.state import TeamState
-    from actors.runtime.commits import Decide
-    from mailboxes.events import Event, Payload
+    from mailboxes.events import Payload
 
 __all__ = [
     "Spec",
-    "Wired",
     "claim_spec",
     "complete_spec",
     "decode_value",
     "encode_value",
+    "parse",
     "status_spec",
     "task_from_wire",
     "task_to_wire",
-    "wired",
 ]
 
 Spec = Mapping[str, Any]
-Answer = Callable[["Board", "TeamState", "tuple[Event, ...]"], Any]
-"""What a committed write answers, from the board, the state after its commit and its events."""
-
-
-class Wired(NamedTuple):
-    """A write built from its spec: what it decides and what it answers."""
-
-    decide: Decide
-    answer: Answer
 
 
 def claim_spec(
@@ -89,39 +72,39 @@ def status_spec(name: str, status: str, reason: str = "") -> Spec:
     return {"op": "status", "name": name, "status": status, "reason": reason}
 
 
-def wired(spec: Spec, *, recover: bool = False) -> Wired:
-    """The write ``spec`` names (``recover``: decided again after a lost answer). Raises
-    ``TeamError`` for a spec that names no write or carries bad arguments."""
-    from actors.runtime import commits
-
+def parse(spec: Spec) -> tuple[str, dict[str, Any]]:
+    """The write ``spec`` names and its arguments, checked (``TeamError`` for a spec that
+    names no write or carries bad ones): ``claim_next`` (owner, role, exclude, also),
+    ``complete`` (tid, owner, epoch, summary, commit, remote) or ``status`` (name, status,
+    reason)."""
     try:
         op = spec["op"]
         if op == "claim_next":
-            owner, role = _str(spec["owner"]), _opt_str(spec["role"])
-            exclude = frozenset(_str(t) for t in spec["exclude"])
-            also = tuple(_payload(owner, item) for item in spec["also"])
-            return Wired(
-                commits.claim_next(owner, role=role, exclude=exclude, also=also),
-                _claimed(owner, adopt=recover),
-            )
+            owner = _str(spec["owner"])
+            return op, {
+                "owner": owner,
+                "role": _opt_str(spec["role"]),
+                "exclude": frozenset(_str(t) for t in spec["exclude"]),
+                "also": tuple(_payload(owner, item) for item in spec["also"]),
+            }
         if op == "complete":
-            tid, owner, epoch = _str(spec["task_id"]), _str(spec["owner"]), spec["epoch"]
+            epoch = spec["epoch"]
             if type(epoch) is not int:
-                raise TypeError("epoch")
-            decide = commits.complete(
-                tid,
-                owner,
-                epoch,
-                _str(spec["summary"]),
-                commit=_opt_str(spec["commit"]),
-                remote=_opt_str(spec["remote"]),
-                again=recover,
-            )
-            return Wired(decide, _completed(tid, owner, epoch))
+                raise TypeError(f"epoch {epoch!r} is not an integer")
+            return op, {
+                "tid": _str(spec["task_id"]),
+                "owner": _str(spec["owner"]),
+                "epoch": epoch,
+                "summary": _str(spec["summary"]),
+                "commit": _opt_str(spec["commit"]),
+                "remote": _opt_str(spec["remote"]),
+            }
         if op == "status":
-            name, status = _str(spec["name"]), _str(spec["status"])
-            decide = commits.status_change(name, status, _str(spec["reason"]))
-            return Wired(decide, _status_answer(name, status, recover))
+            return op, {
+                "name": _str(spec["name"]),
+                "status": _str(spec["status"]),
+                "reason": _str(spec["reason"]),
+            }
     except (KeyError, TypeError, ValueError) as exc:
         raise TeamError(f"a bad write for the commit service ({exc})") from None
     raise TeamError(f"the commit service has no write {op!r}")
@@ -141,47 +124,6 @@ def _payload(owner: str, item: Any) -> Payload:
     kind, version, data = item
     draft = EventDraft(type=_str(kind), actor=owner, data=data, v=version)
     return payload(draft)
-
-
-def _claimed(owner: str, *, adopt: bool) -> Answer:
-    def answer(_board: Board, state: TeamState, events: tuple[Event, ...]) -> Task | None:
-        if events:
-            return state.task(str(events[0].data["task_id"]))
-        return state.holding(owner) if adopt else None
-
-    return answer
-
-
-def _completed(tid: str, owner: str, epoch: int) -> Answer:
-    def answer(board: Board, state: TeamState, events: tuple[Event, ...]) -> Completion:
-        task = state.task(tid)
-        if events:
-            return Completion(task, tuple(events[0].data["unblocked"]))
-        # Completed by this very write before its answer was lost: its event is the task's last.
-        stored = next(iter(board.store.read_from(task.seq)), None)
-        ours = (
-            stored is not None
-            and stored.type == "task.completed"
-            and stored.data.get("task_id") == tid
-            and stored.data.get("owner") == owner
-            and stored.data.get("epoch") == epoch
-        )
-        unblocked = tuple(stored.data.get("unblocked", ())) if ours and stored else ()
-        return Completion(task, unblocked)
-
-    return answer
-
-
-def _status_answer(name: str, status: str, recover: bool) -> Answer:
-    def answer(_board: Board, state: TeamState, events: tuple[Event, ...]) -> bool:
-        if events:
-            return True
-        member = state.members.get(name)
-        # After a lost answer, a status that is set may have been set by this write: say so
-        # (the caller then tells the lead once more, which costs nothing).
-        return recover and member is not None and member.status == status
-
-    return answer
 
 
 # --- values on the wire ----------------------------------------------------------------------

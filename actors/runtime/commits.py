@@ -33,14 +33,13 @@ from actors.board.rules import Completion, claimable, fence, first_claimable
 from actors.errors import NotOwner, TeamError
 from actors.runtime.commit_service import AnswerLost, CommitClient, ServiceUnavailable
 from actors.runtime.commit_wire import (
-    Answer,
     Spec,
     claim_spec,
     complete_spec,
     decode_value,
     encode_value,
+    parse,
     status_spec,
-    wired,
 )
 from mailboxes.events import MemberStatusChanged, draft
 
@@ -367,6 +366,68 @@ class SharedCommits:
 
 def _nothing(_state: TeamState, _batch: Batch) -> list[EventDraft]:
     return []
+
+
+Answer = Callable[["Board", "TeamState", "tuple[Event, ...]"], Any]
+"""What a committed write answers, from the board, the state after its commit and its events."""
+
+
+def wired(spec: Spec, *, recover: bool = False) -> tuple[Decide, Answer]:
+    """The write ``spec`` names (``commit_wire.parse``; ``TeamError`` if bad): what it decides
+    and what it answers. ``recover``: decided again after a request whose answer was lost (the
+    service went away): the write then recognises its own earlier commit, if there was one, by
+    the fencing it has anyway (the task its owner now holds: a member holds at most one, and only
+    its hosting process claims for it; a completion by its owner at its epoch; a status already
+    set), so nothing is done twice and no operation id has to be journaled for it."""
+    op, args = parse(spec)
+    if op == "claim_next":
+        owner = args["owner"]
+        return claim_next(**args), _claimed(owner, adopt=recover)
+    if op == "complete":
+        tid, owner, epoch = args["tid"], args["owner"], args["epoch"]
+        return complete(**args, again=recover), _completed(tid, owner, epoch)
+    return status_change(**args), _status_set(args["name"], args["status"], recover)
+
+
+def _claimed(owner: str, *, adopt: bool) -> Answer:
+    def answer(_board: Board, state: TeamState, events: tuple[Event, ...]) -> Task | None:
+        if events:
+            return state.task(str(events[0].data["task_id"]))
+        return state.holding(owner) if adopt else None
+
+    return answer
+
+
+def _completed(tid: str, owner: str, epoch: int) -> Answer:
+    def answer(board: Board, state: TeamState, events: tuple[Event, ...]) -> Completion:
+        task = state.task(tid)
+        if events:
+            return Completion(task, tuple(events[0].data["unblocked"]))
+        # Completed by this very write before its answer was lost: its event is the task's last.
+        stored = next(iter(board.store.read_from(task.seq)), None)
+        ours = (
+            stored is not None
+            and stored.type == "task.completed"
+            and stored.data.get("task_id") == tid
+            and stored.data.get("owner") == owner
+            and stored.data.get("epoch") == epoch
+        )
+        unblocked = tuple(stored.data.get("unblocked", ())) if ours and stored else ()
+        return Completion(task, unblocked)
+
+    return answer
+
+
+def _status_set(name: str, status: str, recover: bool) -> Answer:
+    def answer(_board: Board, state: TeamState, events: tuple[Event, ...]) -> bool:
+        if events:
+            return True
+        member = state.members.get(name)
+        # After a lost answer, a status that is set may have been set by this write: say so
+        # (the caller then tells the lead once more, which costs nothing).
+        return recover and member is not None and member.status == status
+
+    return answer
 
 
 def claim_next(

@@ -91,7 +91,6 @@ from actors.settings import Settings, load_settings
 from actors.worktrees.remote import BranchSharing
 from mailboxes.errors import MailboxesError
 from mailboxes.events import MemberSpawned
-from mailboxes.journal.store import FileJournal
 from teamctl_base.clock import SystemClock
 
 if TYPE_CHECKING:
@@ -460,11 +459,11 @@ class TeamRuntime:
     def _share_commits(self) -> None:
         """Serve the host's commit service, or use the one another process of this team serves
         (``actors.runtime.commit_service``; file backend, ``team.commit_service``)."""
-        journal = self.team.journal
-        if not self.settings.team.commit_service or not isinstance(journal, FileJournal):
+        journal = self.team.journal_path
+        if not self.settings.team.commit_service or journal is None:
             return
         try:
-            address = service_address(journal.team_dir)
+            address = service_address(journal)
         except OSError as exc:
             log.warning("no commit service for this team: %s", exc)
             return

@@ -51,7 +51,9 @@ def root(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def served(root: Path) -> Iterator[CommitServer]:
-    server = CommitServer(service_address(root / ".team"), SharedCommits(_board(root)).serve)
+    server = CommitServer(
+        service_address(root / ".team" / "journal.jsonl"), SharedCommits(_board(root)).serve
+    )
     assert server.start()
     yield server
     server.stop()
@@ -177,7 +179,7 @@ def test_a_refusal_from_the_service_is_raised_as_the_local_command_raises_it(
 
 
 def test_without_a_service_a_process_commits_itself(root: Path) -> None:
-    address = service_address(root / ".team")
+    address = service_address(root / ".team" / "journal.jsonl")
     commits = SharedCommits(_board(root, "ann"), remote=CommitClient(address))
     with pytest.raises(ServiceUnavailable):
         CommitClient(address).call([])
@@ -227,7 +229,7 @@ def _dying_server(root: str, ready: Any, commits_before_dying: int) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
         return answer
 
-    server = CommitServer(service_address(Path(root) / ".team"), serve)
+    server = CommitServer(service_address(Path(root) / ".team" / "journal.jsonl"), serve)
     assert server.start()
     ready.set()
     signal.pause()
@@ -244,7 +246,9 @@ def _start_dying_server(root: Path, commits_before_dying: int) -> Any:
 def test_a_claim_committed_before_its_answer_was_lost_is_taken_once(root: Path) -> None:
     server = _start_dying_server(root, 0)
     board = _board(root, "ann")
-    commits = SharedCommits(board, remote=CommitClient(service_address(root / ".team")))
+    commits = SharedCommits(
+        board, remote=CommitClient(service_address(root / ".team" / "journal.jsonl"))
+    )
     task = commits.claim_next("ann")
     server.join(DEADLINE_S)
     assert server.exitcode == -signal.SIGKILL
@@ -255,7 +259,9 @@ def test_a_claim_committed_before_its_answer_was_lost_is_taken_once(root: Path) 
 def test_a_completion_committed_before_its_answer_was_lost_is_made_once(root: Path) -> None:
     server = _start_dying_server(root, 3)  # claims task_1, task_2, task_3; dies on completing
     board = _board(root, "ann")
-    commits = SharedCommits(board, remote=CommitClient(service_address(root / ".team")))
+    commits = SharedCommits(
+        board, remote=CommitClient(service_address(root / ".team" / "journal.jsonl"))
+    )
     for tid in ("task_1", "task_2"):
         done = commits.claim_next("ann")
         assert done is not None and done.id == tid
@@ -312,7 +318,7 @@ def test_the_service_does_not_serve_another_user(root: Path, served: CommitServe
 
 @needs_root
 def test_a_client_does_not_use_a_service_another_user_runs(root: Path) -> None:
-    address = service_address(root / ".team")
+    address = service_address(root / ".team" / "journal.jsonl")
     ready = SPAWN.Event()
     proc = SPAWN.Process(target=_serve_as_nobody, args=(address, ready))
     proc.start()
@@ -331,9 +337,52 @@ def test_a_client_does_not_use_a_service_another_user_runs(root: Path) -> None:
 
 
 def test_a_team_made_again_at_the_same_path_has_another_address(root: Path) -> None:
-    before = service_address(root / ".team")
+    before = service_address(root / ".team" / "journal.jsonl")
     journal = root / ".team" / "journal.jsonl"
     copy = journal.with_name("journal.copy")
     copy.write_bytes(journal.read_bytes())  # a new file (inode) while the old one still exists
     os.replace(copy, journal)
-    assert service_address(root / ".team") != before
+    assert service_address(root / ".team" / "journal.jsonl") != before
+
+
+# --- the runtime ------------------------------------------------------------------------------
+
+
+def test_the_first_runtime_serves_and_a_joined_one_claims_through_it(tmp_path: Path) -> None:
+    from actors.runtime.runtime import TeamRuntime
+    from tests.actors.team_support import Held, real_team
+
+    team = real_team(tmp_path / "repo")
+    model = Held()
+    joined = None
+    try:
+        server = team.rt.commit_server
+        assert server is not None and team.rt.commits.remote is None
+        joined = TeamRuntime(
+            team.root, model=model, join="bob", jobs=False, worktrees=False, fsync_transcripts=False
+        ).start()
+        assert joined.commit_server is None and joined.commits.remote is not None
+        before = server.requests
+        team.board.create("for bob")
+        assert model.wait_called("bob"), "bob never started on its task"
+        claims = [e for e in team.events("task.claimed") if e.data["owner"] == "bob"]
+        assert [e.data["task_id"] for e in claims] == ["task_1"]
+        assert server.requests > before  # the claim was committed by the serving runtime
+        assert joined.board.state.task("task_1").owner == "bob"
+    finally:
+        model.release.set()
+        if joined is not None:
+            joined.stop()
+        team.close()
+
+
+def test_a_team_set_not_to_share_commits_has_no_service(tmp_path: Path) -> None:
+    from tests.actors.team_support import real_team
+
+    team = real_team(tmp_path / "repo", {"team": {"commit_service": False}})
+    try:
+        assert team.rt.commit_server is None and team.rt.commits.remote is None
+        with pytest.raises(ServiceUnavailable):
+            CommitClient(service_address(team.root / ".team" / "journal.jsonl")).call([])
+    finally:
+        team.close()
