@@ -18,8 +18,10 @@ after the team folder and the journal file's identity. Both ends check the peer'
 is never served, and a client never trusts a server run by someone else.
 
 A client that cannot reach the service commits locally, as before (``ServiceUnavailable``). One
-whose request was sent but not answered (the serving process died) cannot know whether it was
-committed: it decides again locally, and each write recognises its own earlier commit by the
+whose request was sent but not answered (the serving process died, or did not answer within
+``ANSWER_TIMEOUT_S``: then the client closes its connection, and the service, if it comes back,
+skips a request whose client is gone) cannot know whether it was committed: it decides again
+locally, and each write recognises its own earlier commit by the
 fencing it already has (``actors.runtime.commits``: a claim its owner holds, a completion with
 its owner and epoch, a status already set), so no write is carried out twice.
 
@@ -45,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "ANSWER_TIMEOUT_S",
     "MAX_MESSAGE_BYTES",
     "AnswerLost",
     "CommitClient",
@@ -57,6 +60,11 @@ log = logging.getLogger(__name__)
 
 MAX_MESSAGE_BYTES = 4 << 20
 """The largest request or answer either end accepts (a commit's specs are a few hundred bytes)."""
+ANSWER_TIMEOUT_S = 30.0
+"""How long a client waits for an answer before it decides its writes itself (the serving
+process is stopped or stuck; its commit takes milliseconds)."""
+SEND_TIMEOUT_S = 5.0
+"""How long the service waits for a client to take its answer before dropping it."""
 _HEADER = struct.Struct("!I")
 _CRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 
@@ -80,6 +88,16 @@ def service_address(journal: Path) -> bytes:
     info = os.stat(journal)
     key = f"{os.path.realpath(journal)}\0{info.st_dev}\0{info.st_ino}".encode()
     return b"\0teamctl-commits-" + hashlib.sha256(key).hexdigest()[:40].encode()
+
+
+def _still_there(conn: socket.socket) -> bool:
+    """Whether the client at ``conn`` still waits (it has not closed its end)."""
+    try:
+        return conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+    except (BlockingIOError, InterruptedError):
+        return True  # nothing more to read, and open
+    except OSError:
+        return False
 
 
 def _peer_uid(sock: socket.socket) -> int:
@@ -231,6 +249,11 @@ class CommitServer:
         buffers: dict[socket.socket, bytearray],
     ) -> None:
         """Commit every request read in this round together, then answer each."""
+        # A client that gave up waiting (``ANSWER_TIMEOUT_S``: this process was stopped, say)
+        # closed its connection and decided its writes itself: they are not made here as well.
+        waiting = [(conn, message) for conn, message in waiting if _still_there(conn)]
+        if not waiting:
+            return
         specs: list[Mapping[str, Any]] = []
         spans: list[tuple[int, int]] = []
         for _conn, message in waiting:
@@ -245,7 +268,7 @@ class CommitServer:
             answer = {"seq": result["seq"], "answers": result["answers"][start : start + count]}
             self.requests += 1
             try:
-                conn.setblocking(True)
+                conn.settimeout(SEND_TIMEOUT_S)  # a client that does not read is dropped
                 conn.sendall(_frame(answer))
                 conn.setblocking(False)
             except OSError:
@@ -257,8 +280,9 @@ class CommitClient:
     """One process's connection to the team's service, made on first use and again after the
     service went away. ``call`` raises ``ServiceUnavailable`` (nothing sent) or ``AnswerLost``."""
 
-    def __init__(self, address: bytes) -> None:
+    def __init__(self, address: bytes, *, timeout_s: float = ANSWER_TIMEOUT_S) -> None:
         self.address = address
+        self.timeout_s = timeout_s
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
         self._buffer = bytearray()
@@ -272,6 +296,7 @@ class CommitClient:
                 self.close()  # a service that went away since the last call: nothing sent
                 raise ServiceUnavailable("the commit service closed the connection") from None
             try:
+                sock.settimeout(self.timeout_s)
                 while (answer := _take(self._buffer)) is None:
                     data = sock.recv(1 << 16)
                     if not data:

@@ -276,6 +276,28 @@ def test_a_completion_committed_before_its_answer_was_lost_is_made_once(root: Pa
     assert completed == ["task_1", "task_2", "task_3"]
 
 
+def test_a_stopped_service_is_waited_for_a_while_then_left_and_does_not_redo_it(
+    root: Path,
+) -> None:
+    server = _start_dying_server(root, 10**6)
+    address = service_address(root / ".team" / "journal.jsonl")
+    try:
+        os.kill(server.pid, signal.SIGSTOP)  # Ctrl-Z in the serving terminal, say
+        commits = SharedCommits(_board(root, "ann"), remote=CommitClient(address, timeout_s=0.5))
+        assert commits.set_status("ann", "working")  # waited, then made here
+        assert commits.set_status("ann", "idle")
+        os.kill(server.pid, signal.SIGCONT)
+        # The service is back, and answers again, after the two requests it skipped.
+        assert SharedCommits(_board(root, "bob"), remote=CommitClient(address)).set_status(
+            "bob", "idle"
+        )
+    finally:
+        server.kill()
+        server.join(DEADLINE_S)
+    statuses = [(e.data["name"], e.data["status"]) for e in _events(root, "member.status_changed")]
+    assert statuses == [("ann", "working"), ("ann", "idle"), ("bob", "idle")]
+
+
 # --- whose service ----------------------------------------------------------------------------
 
 
