@@ -3,17 +3,26 @@
 Every process opens its own ``FileJournal`` and ``Board`` (with projections, as the runtime
 does) and runs under the CPU scheduling policy of a team process (``SCHED_BATCH``, as
 ``teamctl run`` and ``teamctl join`` set it: ``batch_scheduling``; ``--scheduling normal`` for
-the default policy), warms up (one claim that accepts nothing), waits on a barrier, then loops
-claim_next → complete until nothing is ready. Figures:
-claims per second (all claims / wall time from the barrier to the last completion), double claims
-found by re-checking the journal, how fast the resulting journal folds into team state, and the
-workers' CPU time per claim + complete (for scale: it sets the rate on a busy machine), and the
-share of the machine's CPU time the host took away during the races (``steal_share``: on a
-virtual machine whose host is busy, a third of it at times, which the claims figure then lacks).
-Medians over ``--repeat`` runs. Prints one JSON object; exits 1 when a figure misses its target.
+the default policy), waits on a barrier, then loops claim → complete until nothing is ready.
+
+As on a host where a team runs (docs/ARCHITECTURE.md, "One commit queue per host"), this process
+plays the first runtime process: it serves the team's commit service from its ``SharedCommits``,
+and the 16 workers are the other runtime processes, claiming and completing through their own
+``SharedCommits`` as a joined runtime's teammates do (connected before the race). The same race
+with the service off (every process deciding its commands under the journal lock itself, as
+``Board.claim_next`` and ``Board.complete`` do for ``teamctl task …``: with ``--no-service``
+alone, otherwise also reported for comparison) warms up with one claim that accepts nothing.
+
+Figures: claims per second (all claims / wall time from the barrier to the last completion),
+double claims found by re-checking the journal, how fast the resulting journal folds into team
+state, the CPU time per claim + complete of the workers and the serving process (for scale: it
+sets the rate on a busy machine), and the share of the machine's CPU time the host took away
+during the races (``steal_share``: on a virtual machine whose host is busy, a third of it at
+times, which the claims figure then lacks). Medians over ``--repeat`` runs. Prints one JSON
+object; exits 1 when a figure misses its target.
 
     python -m benchmarks.bench_claims [--processes 16] [--tasks 1000] [--repeat 3]
-        [--scheduling batch|normal] [--quick]
+        [--scheduling batch|normal] [--no-service] [--quick]
 """
 
 from __future__ import annotations
