@@ -302,14 +302,14 @@ class CommitClient:
                     if not data:
                         raise AnswerLost("the commit service went away before answering")
                     self._buffer += data
+                if not isinstance(answer, dict):
+                    raise AnswerLost("the commit service answered something not an object")
             except (OSError, ValueError) as exc:
                 self.close()
                 raise AnswerLost(f"no answer from the commit service: {exc}") from None
             except AnswerLost:
                 self.close()
                 raise
-            if not isinstance(answer, dict):
-                raise AnswerLost("the commit service answered something that is not an object")
             return answer
 
     def _connected(self) -> socket.socket:

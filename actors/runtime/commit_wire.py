@@ -129,18 +129,18 @@ def _payload(owner: str, item: Any) -> Payload:
 # --- values on the wire ----------------------------------------------------------------------
 
 
-def task_to_wire(task: Task) -> list[Any]:
-    """``task`` as a JSON list (``task_from_wire`` reads it back equal)."""
-    fields: list[Any] = list(task)
-    fields[Task._fields.index("plan")] = list(task.plan)
-    fields[Task._fields.index("metadata")] = dict(task.metadata)
-    return fields
-
-
 _PLAN = Task._fields.index("plan")
 _TUPLES = tuple(Task._fields.index(name) for name in ("blocked_by", "blocks"))
 _METADATA = Task._fields.index("metadata")
 _FLOATS = tuple(Task._fields.index(name) for name in ("created_at", "updated_at"))
+
+
+def task_to_wire(task: Task) -> list[Any]:
+    """``task`` as a JSON list (``task_from_wire`` reads it back equal)."""
+    fields: list[Any] = list(task)
+    fields[_PLAN] = list(task.plan)
+    fields[_METADATA] = dict(task.metadata)
+    return fields
 
 
 def task_from_wire(fields: Any) -> Task:

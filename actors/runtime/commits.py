@@ -168,8 +168,7 @@ class SharedCommits:
         return bool(self._ask(status_spec(name, status, reason)))
 
     def _ask(self, spec: Spec) -> Any:
-        decide, answer = wired(spec)
-        mine = _Write(decide, spec, answer)
+        mine = _wired_write(spec)
         with self._cond:
             self._queue.append(mine)
         self._until_done(mine)
@@ -180,25 +179,23 @@ class SharedCommits:
     def serve(self, specs: Sequence[Spec]) -> dict[str, Any]:
         """Commit the writes ``specs`` name (sent by other processes), with any of this process
         that wait, in one commit; the service's answer (``commit_service``)."""
-        writes: list[_Write] = []
+        writes: list[_Write | None] = []  # None: a spec that names no write
         answers: list[Any] = []
         for spec in specs:
             try:
-                decide, answer = wired(spec)
+                writes.append(_wired_write(spec))
+                answers.append(None)
             except TeamError as exc:
+                writes.append(None)
                 answers.append({"error": str(exc)})
-                writes.append(_Write(_nothing))
-                writes[-1].done = True
-                continue
-            answers.append(None)
-            writes.append(_Write(decide, spec, answer))
+        queued = [w for w in writes if w is not None]
         with self._cond:
-            self._queue += [w for w in writes if not w.done]
-        for write in writes:
-            self._until_done(write)
+            self._queue += queued
+        for done in queued:
+            self._until_done(done)
         seq = 0
         for i, (write, spec) in enumerate(zip(writes, specs, strict=True)):
-            if answers[i] is not None:
+            if write is None:
                 continue
             if write.error is not None:
                 # Refused, or its commit failed (then nothing of it was written): the client
@@ -306,19 +303,11 @@ class SharedCommits:
             self._commit_here(batch)
             return
         except AnswerLost as exc:
-            log.warning("%s; deciding its writes again here", exc)
-            for write in batch:
-                assert write.spec is not None
-                write.decide, write.answer = wired(write.spec, recover=True)
-            self._commit_here(batch)
+            self._recover_here(batch, f"{exc}; deciding its writes again here")
             return
         answers = reply.get("answers")
         if not isinstance(answers, list) or len(answers) != len(batch):
-            log.warning("the commit service answered out of turn; deciding its writes here")
-            for write in batch:
-                assert write.spec is not None
-                write.decide, write.answer = wired(write.spec, recover=True)
-            self._commit_here(batch)
+            self._recover_here(batch, "the commit service answered out of turn; deciding here")
             return
         again: list[_Write] = []
         for write, answer in zip(batch, answers, strict=True):
@@ -332,6 +321,15 @@ class SharedCommits:
             self.board.committed_elsewhere(seq)
         if again:
             self._commit_here(again)
+
+    def _recover_here(self, batch: list[_Write], why: str) -> None:
+        """Commit ``batch`` here, each write decided in recovery (``wired``): the service may
+        or may not have made it."""
+        log.warning("%s", why)
+        for write in batch:
+            assert write.spec is not None
+            write.decide, write.answer = wired(write.spec, recover=True)
+        self._commit_here(batch)
 
     def _commit_here(self, batch: list[_Write]) -> None:
         spans: list[tuple[int, int]] = []
@@ -364,8 +362,10 @@ class SharedCommits:
                     write.value = write.answer(self.board, state, write.events)
 
 
-def _nothing(_state: TeamState, _batch: Batch) -> list[EventDraft]:
-    return []
+def _wired_write(spec: Spec) -> _Write:
+    """The write ``spec`` names, as queued here (``TeamError`` if it names none)."""
+    decide, answer = wired(spec)
+    return _Write(decide, spec, answer)
 
 
 Answer = Callable[["Board", "TeamState", "tuple[Event, ...]"], Any]

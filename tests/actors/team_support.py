@@ -287,15 +287,15 @@ def run_team(root: Path, **runtime: Any) -> RealTeam:
 def _wait_lead_idle(team: RealTeam, timeout: float = 30.0) -> None:
     """Wait until the lead has journaled its first ``idle``: the runtime's start-up events are
     then all in, and a test that counts the journal's events counts only its own (CI once saw
-    the lead's status land after a test had taken its count)."""
-    import time
+    the lead's status land after a test had taken its count). The roster is told of each status
+    change after it is journaled (``MemberHosting.set_status``), so it wakes this wait."""
 
-    deadline = time.monotonic() + timeout
-    while not any(
-        e.data.get("name") == LEAD and e.data.get("status") == "idle"
-        for e in team.events("member.status_changed")
-    ):
-        if time.monotonic() > deadline:
-            team.close()
-            raise AssertionError("the lead never went idle after the runtime started")
-        time.sleep(0.01)
+    def lead_idle() -> bool:
+        return any(
+            e.data.get("name") == LEAD and e.data.get("status") == "idle"
+            for e in team.events("member.status_changed")
+        )
+
+    if not team.rt.roster.wait_until(lead_idle, timeout):
+        team.close()
+        raise AssertionError("the lead never went idle after the runtime started")
