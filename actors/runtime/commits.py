@@ -145,7 +145,9 @@ class SharedCommits:
         also: Sequence[Payload] = (),
     ) -> Task | None:
         """``owner`` claims its next task (``claim_next``); the task, or None."""
-        result: Task | None = self._ask(claim_spec(owner, role=role, exclude=exclude, also=also))
+        spec = self._wire(lambda: claim_spec(owner, role=role, exclude=exclude, also=also))
+        decide = claim_next(owner, role=role, exclude=exclude, also=also)
+        result: Task | None = self._ask(decide, _claimed(owner, adopt=False), spec)
         return result
 
     def complete(
@@ -159,16 +161,26 @@ class SharedCommits:
         remote: str | None = None,
     ) -> Completion:
         """``owner`` completes ``tid`` (``complete``)."""
-        spec = complete_spec(tid, owner, epoch, summary, commit=commit, remote=remote)
-        result: Completion = self._ask(spec)
+        spec = self._wire(
+            lambda: complete_spec(tid, owner, epoch, summary, commit=commit, remote=remote)
+        )
+        decide = complete(tid, owner, epoch, summary, commit=commit, remote=remote)
+        result: Completion = self._ask(decide, _completed(tid, owner, epoch), spec)
         return result
 
     def set_status(self, name: str, status: str, reason: str = "") -> bool:
         """``name``'s status becomes ``status`` (``status_change``); True when journaled."""
-        return bool(self._ask(status_spec(name, status, reason)))
+        spec = self._wire(lambda: status_spec(name, status, reason))
+        decide = status_change(name, status, reason)
+        return bool(self._ask(decide, _status_set(name, status, False), spec))
 
-    def _ask(self, spec: Spec) -> Any:
-        mine = _wired_write(spec)
+    def _wire(self, make: Callable[[], Spec]) -> Spec | None:
+        """The write's spec when there is a service to send it to (``remote``), else None: a
+        write without one is committed here, and made without the JSON round trip."""
+        return make() if self.remote is not None else None
+
+    def _ask(self, decide: Decide, answer: Answer, spec: Spec | None) -> Any:
+        mine = _Write(decide, spec, answer)
         with self._cond:
             self._queue.append(mine)
         self._until_done(mine)
