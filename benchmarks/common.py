@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -102,3 +104,45 @@ def scratch(name: str) -> Iterator[Path]:
     """A fresh folder in the system's temporary directory, removed afterwards."""
     with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as tmp:
         yield Path(tmp)
+
+
+# The probe's input: JSON lines like a journal's, made once (the same bytes in every run).
+_PROBE_LINES = [
+    json.dumps(
+        {
+            "seq": n,
+            "type": "task.claimed",
+            "actor": f"worker-{n % 8}",
+            "ts": n * 0.5,
+            "data": {"task_id": f"task_{n // 3}", "owner": f"worker-{n % 8}", "epoch": n % 4},
+        },
+        sort_keys=True,
+    )
+    for n in range(20_000)
+]
+
+
+def _probe_once() -> float:
+    """Milliseconds for one fixed pass of the kind of work the CPU-bound figures do: parse JSON
+    lines, build a tuple per line, index and count them in dicts."""
+    start = time.perf_counter()
+    rows: dict[str, tuple[object, ...]] = {}
+    counts: dict[str, int] = {}
+    for line in _PROBE_LINES:
+        event = json.loads(line)
+        data = event["data"]
+        rows[data["task_id"]] = (event["seq"], event["actor"], data["owner"], data["epoch"])
+        counts[event["actor"]] = counts.get(event["actor"], 0) + 1
+    if len(rows) != len(_PROBE_LINES) // 3 + 1 or sum(counts.values()) != len(_PROBE_LINES):
+        raise AssertionError("the host probe computed something else")  # pragma: no cover
+    return (time.perf_counter() - start) * 1000
+
+
+def host_probe(rounds: int = 7) -> dict[str, float]:
+    """How fast this host runs Python right now: the median and fastest of ``rounds`` passes of
+    a fixed piece of work (``_probe_once``, tens of milliseconds). The same code on a shared virtual machine takes from 1x to 2x as long from one
+    minute to the next. ``python -m benchmarks`` probes before every benchmark and after the
+    last, so its table says how fast and how steady the host was while each figure was taken."""
+    _probe_once()  # not counted: the first pass in a process also grows its heap
+    times = [_probe_once() for _ in range(rounds)]
+    return {"median_ms": round(statistics.median(times), 2), "fastest_ms": round(min(times), 2)}

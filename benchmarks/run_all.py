@@ -2,10 +2,15 @@
 (benchmark, figure, value, target, ok) and then the combined JSON on the last line. Exits 1 if any
 figure misses its target, or a benchmark fails or reports nothing.
 
-    python -m benchmarks [--quick] [--only NAME ...] [--timeout S]
+    python -m benchmarks [--quick] [--only NAME ...] [--timeout S] [--probe-rounds N]
 
 Each benchmark runs with a fresh temporary folder as its working directory, so nothing it
-forgets to clean up lands in the checkout.
+forgets to clean up lands in the checkout. Before each benchmark and after the last, this process
+times a fixed piece of Python work (``benchmarks.common.host_probe``), and it reads the CPU time
+the hypervisor stole while each benchmark ran (``steal_share``): the lines under the table say
+how fast and how steady the host was while each figure was taken, since on a shared virtual
+machine the same code runs up to twice as slowly from one minute to the next. They are reported,
+not judged.
 """
 
 from __future__ import annotations
@@ -19,9 +24,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from benchmarks.common import cpu_ticks, host_probe, steal_share
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -38,6 +45,9 @@ class Outcome:
     stderr: str
     leftovers: list[str]
     """What the benchmark left in its working directory (scratch belongs in a temporary one)."""
+    host: dict[str, Any] = field(default_factory=dict)
+    """How fast the host was just before (``probe_*_ms``) and how much CPU time was stolen from
+    it during (``steal_share``) the run, when measured."""
 
     @property
     def ok(self) -> bool:
@@ -56,6 +66,7 @@ class Outcome:
                 "exit_code": self.exit_code,
                 "seconds": round(self.seconds, 1),
                 "leftovers": self.leftovers,
+                "host": self.host,
             }
         return {
             "benchmark": self.name,
@@ -64,6 +75,7 @@ class Outcome:
             "seconds": round(self.seconds, 1),
             "error": self.stderr[-2000:],
             "leftovers": self.leftovers,
+            "host": self.host,
             "figures": [],
         }
 
@@ -186,22 +198,77 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", default=[], help="run this one (repeatable)")
     parser.add_argument("--timeout", type=float, default=3600.0, help="per benchmark, seconds")
     parser.add_argument("--dir", type=Path, default=HERE, help="folder of bench_*.py scripts")
+    parser.add_argument(
+        "--probe-rounds",
+        type=int,
+        default=7,
+        help="passes of the host probe before each benchmark (0: do not probe)",
+    )
     args = parser.parse_args(argv)
+    if args.probe_rounds < 0:
+        parser.error("--probe-rounds must be 0 or more")
     outcomes = []
     for script in discover(args.dir, args.only):
         print(f"running {script.stem} ...", file=sys.stderr, flush=True)
+        probe = _probe(args.probe_rounds)
+        ticks = cpu_ticks()
         outcome = run_one(script, quick=args.quick, timeout=args.timeout)
+        outcome.host = {**probe, **_stolen(ticks)}
         if outcome.report is None:
             print(outcome.stderr[-2000:], file=sys.stderr, flush=True)
         outcomes.append(outcome)
+    after = _probe(args.probe_rounds)
     ok = all(o.ok for o in outcomes)
     print(table(outcomes))
+    lines = host_lines(outcomes, after)
+    if lines:
+        print()
+        print("\n".join(lines))
     print()
-    print(
-        json.dumps({"ok": ok, "quick": args.quick, "benchmarks": [o.as_json() for o in outcomes]}),
-        flush=True,
-    )
+    body = {"ok": ok, "quick": args.quick, "benchmarks": [o.as_json() for o in outcomes]}
+    if after:
+        body["host_after"] = after
+    print(json.dumps(body), flush=True)
     return 0 if ok else 1
+
+
+def _probe(rounds: int) -> dict[str, float]:
+    """``host_probe`` as ``probe_median_ms`` and ``probe_fastest_ms`` (nothing if ``rounds`` is
+    0)."""
+    if rounds == 0:
+        return {}
+    return {f"probe_{key}": value for key, value in host_probe(rounds).items()}
+
+
+def _stolen(before: tuple[int, int] | None) -> dict[str, float]:
+    share = steal_share(before, cpu_ticks())
+    return {} if share is None else {"steal_share": round(share, 3)}
+
+
+def host_lines(outcomes: list[Outcome], after: dict[str, float]) -> list[str]:
+    """The lines under the table: the host probe before each benchmark (and after the last),
+    the steal during each, and the spread of the probe over the run (slowest / fastest)."""
+    rows = []
+    medians = []
+    for out in outcomes:
+        cells = []
+        if "probe_median_ms" in out.host:
+            medians.append(out.host["probe_median_ms"])
+            cells.append(f"probe {out.host['probe_median_ms']:.1f} ms before")
+        if "steal_share" in out.host:
+            cells.append(f"steal {out.host['steal_share']:.3f} during")
+        if cells:
+            rows.append(f"host  {out.name}: {', '.join(cells)}")
+    if "probe_median_ms" in after:
+        medians.append(after["probe_median_ms"])
+        rows.append(f"host  after the last: probe {after['probe_median_ms']:.1f} ms")
+    if len(medians) >= 2 and min(medians) > 0:
+        rows.append(
+            f"host  probe spread over the run: {max(medians) / min(medians):.2f}x "
+            f"(fastest {min(medians):.1f} ms, slowest {max(medians):.1f} ms; "
+            "CPU-bound figures scale with it)"
+        )
+    return rows
 
 
 if __name__ == "__main__":

@@ -55,8 +55,11 @@ def write(folder: Path, **scripts: str) -> Path:
 
 
 def run_all(folder: Path, *args: str) -> tuple[int, list[str], dict[str, object]]:
+    """Exit status, the lines before the JSON, and the JSON. One pass of the host probe per
+    benchmark unless ``args`` say otherwise (the default's seven take half a second each)."""
+    probe = [] if any(a.startswith("--probe-rounds") for a in args) else ["--probe-rounds", "1"]
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "--dir", str(folder), *args],
+        [sys.executable, "-m", "benchmarks", "--dir", str(folder), *probe, *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -151,3 +154,79 @@ def _running(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has stopped
+
+
+def test_the_host_probe_and_steal_are_reported_under_the_table_and_in_the_json(
+    tmp_path: Path,
+) -> None:
+    code, lines, combined = run_all(write(tmp_path / "b", fine=PASSING, slow=SHORT))
+    assert code == 1  # reported, not judged: the short benchmark still fails the run alone
+    host = [line for line in lines if line.startswith("host  ")]
+    assert [line.split(":")[0] for line in host] == [
+        "host  fine",
+        "host  slow",
+        "host  after the last",
+        "host  probe spread over the run",
+    ]
+    assert lines.index(host[0]) > lines.index(next(x for x in lines if x.startswith("slow ")))
+    benches = combined["benchmarks"]
+    assert isinstance(benches, list)
+    for bench in benches:
+        probe = bench["host"]
+        assert 0 < probe["probe_fastest_ms"] <= probe["probe_median_ms"]
+        assert f"probe {probe['probe_median_ms']:.1f} ms before" in "\n".join(host)
+        if Path("/proc/stat").exists():
+            assert 0 <= probe["steal_share"] <= 1
+    after = combined["host_after"]
+    assert isinstance(after, dict) and after["probe_median_ms"] > 0
+
+
+def test_probe_rounds_zero_probes_nothing_and_a_negative_count_is_one_line(
+    tmp_path: Path,
+) -> None:
+    folder = write(tmp_path / "b", fine=PASSING)
+    code, lines, combined = run_all(folder, "--probe-rounds", "0")
+    assert code == 0 and "host_after" not in combined
+    benches = combined["benchmarks"]
+    assert isinstance(benches, list)
+    assert not any(key.startswith("probe_") for key in benches[0]["host"])
+    assert not any("probe" in line for line in lines)
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--dir", str(folder), "--probe-rounds", "-1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines()[-1].endswith("--probe-rounds must be 0 or more")
+
+
+def test_the_spread_line_is_the_slowest_probe_over_the_fastest() -> None:
+    from benchmarks.run_all import Outcome, host_lines
+
+    def ran(name: str, median: float, steal: float) -> Outcome:
+        host = {"probe_median_ms": median, "probe_fastest_ms": median, "steal_share": steal}
+        return Outcome(name, 0, None, 1.0, "", [], host)
+
+    lines = host_lines([ran("a", 60.0, 0.0), ran("b", 126.0, 0.25)], {"probe_median_ms": 63.0})
+    assert lines == [
+        "host  a: probe 60.0 ms before, steal 0.000 during",
+        "host  b: probe 126.0 ms before, steal 0.250 during",
+        "host  after the last: probe 63.0 ms",
+        "host  probe spread over the run: 2.10x (fastest 60.0 ms, slowest 126.0 ms; "
+        "CPU-bound figures scale with it)",
+    ]
+    assert host_lines([ran("a", 60.0, 0.0)], {}) == [
+        "host  a: probe 60.0 ms before, steal 0.000 during"
+    ]
+
+
+def test_the_host_probe_times_its_fixed_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks import common
+
+    full = common.host_probe(3)
+    assert 0 < full["fastest_ms"] <= full["median_ms"]
+    monkeypatch.setattr(common, "_PROBE_LINES", common._PROBE_LINES[:2000])  # a tenth
+    tenth = common.host_probe(3)
+    assert full["fastest_ms"] > 3 * tenth["fastest_ms"]  # ~10x; a slow phase is at most ~2x
