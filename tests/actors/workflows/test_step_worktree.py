@@ -139,3 +139,12 @@ def test_a_worktree_steps_writes_land_in_its_worktree(
         ["git", "show", "wt/task_1:out.txt"], cwd=root, capture_output=True, text=True
     )
     assert shown.returncode == 0 and shown.stdout == "x"  # committed on the step's branch
+
+
+def test_the_waiting_mark_is_the_metadata_key_journals_already_hold() -> None:
+    """A team's journal keeps the key that marks a step waiting for its worktree: a team made
+    by an earlier version and opened by this one must still see its waiting steps as waiting."""
+    waiting = Task(id="task_1", subject="s", metadata={"workflow_awaits_worktree": True})
+    assert not claimable(waiting)
+    assert claimable(waiting._replace(worktree="task_1"))
+    assert claimable(waiting._replace(metadata={"workflow_awaits_worktree": None}))
