@@ -146,10 +146,17 @@ def _team_through_faults(tmp_path: Path, stop_actors: list[Any], *, seed: int, r
     assert set(served) == set(KINDS), served
     assert len({r.agent for r in requests if r.fault is not None}) >= 3
 
-    # shared backoff: every 429/529 (and overload mid-stream) held the one gate, and agents
-    # that were not told to wait waited at it instead of sending into the overload
+    # shared backoff: every 429/529 (and overload mid-stream) held the one gate; every request
+    # passed the gate first, and none left it before the hold in force when it came had ended,
+    # so nobody sent into an overload another agent was told about. Whether some agent happened
+    # to ask while another's hold was on depends on timing (a loaded machine serialises them);
+    # that a hold makes the others wait is checked deterministically below.
     assert gate.holds == served["rate_limit"] + served["overloaded"] + served["stream_error"]
-    assert gate.waits, "nobody waited at the shared gate"
+    passed = Counter(agent for agent, *_ in gate.passes)
+    assert all(passed[agent] >= n for agent, n in Counter(r.agent for r in requests).items())
+    assert all(left >= held for _, _, held, left in gate.passes)
+    held_back = [p for p in gate.passes if p[2] > p[1]]  # came while the gate was held
+    assert all(left > came for _, came, _, left in held_back)
     told = {a for a, s in sleeps}  # agents that slept on their own failures
     assert told and all(s > 0 for _, s in gate.waits)
 

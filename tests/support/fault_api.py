@@ -65,16 +65,22 @@ class AgentClock(SystemClock):
 
 
 class RecordingGate(BackoffGate):
-    """A ``BackoffGate`` that records who had to wait at it, and for how long."""
+    """A ``BackoffGate`` that records who had to wait at it, and for how long (``waits``), and
+    every pass through it (``passes``: the agent, the time it came, the hold in force then,
+    the time it left; on the clock it waited on)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.waits: list[tuple[str, float]] = []
+        self.passes: list[tuple[str, float, float, float]] = []
         self._log_lock = threading.Lock()
 
     def wait(self, clock: Clock) -> float:
+        came, held = clock.monotonic(), self.until
         slept = super().wait(clock)
-        if slept > 0:
-            with self._log_lock:
+        left = clock.monotonic()
+        with self._log_lock:
+            self.passes.append((getattr(clock, "agent", "?"), came, held, left))
+            if slept > 0:
                 self.waits.append((getattr(clock, "agent", "?"), slept))
         return slept
