@@ -78,6 +78,16 @@ def test_a_task_reads_back_from_the_wire_equal_and_of_the_same_types(root: Path)
         assert type(back.plan) is type(task.plan)
 
 
+def test_an_answer_that_is_not_a_whole_task_is_refused_not_filled_in(root: Path) -> None:
+    """A task of the wrong length (another version's, or damaged) is a bad answer: the client
+    closes and decides the write itself, rather than fill the missing fields with defaults."""
+    board = _board(root, "lead")
+    fields = task_to_wire(board.list()[0])
+    for bad in (fields[:-1], [*fields, 0], {"id": "task_1"}, None):
+        with pytest.raises(ValueError, match="not a task"):
+            task_from_wire(bad)
+
+
 # --- through the service ----------------------------------------------------------------------
 
 
