@@ -1,0 +1,127 @@
+"""Claim latency through the host's commit service while the serving process is busy.
+
+The first runtime process of a team on a host serves the team's commit service from a thread
+(docs/ARCHITECTURE.md, "One commit queue per host"); that thread shares its interpreter's GIL with
+the lead and the teammates the process hosts. Each commit makes a few dozen system calls (socket,
+journal lock, write, fdatasync, projection files), and after each one the serving thread must get
+the GIL back: while another thread of its process runs Python, that takes up to the interpreter's
+switch interval (5 ms by default) every time. This measures what a joined process's claim costs
+then.
+
+This process plays the serving runtime process: a board with its ``SharedCommits`` served on the
+service's socket, and ``--busy`` threads running pure Python meanwhile (a lead parsing a long
+streamed answer, say). A child process plays a joined runtime process's teammate: it claims a
+task through the service (``SharedCommits.claim_next``, timed), completes it, and pauses 20 ms
+before the next, ``--claims`` times. The same is measured with no busy thread first, for scale.
+Reported, no target: the idle claim latency target (``bench_idle_claim``) is for a teammate of
+the serving process. Medians and p90 in milliseconds; prints one JSON object.
+
+    python -m benchmarks.bench_service_busy [--claims 60] [--busy 1] [--quick]
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import statistics
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from actors.board.board import Board
+from actors.board.projections import Projections
+from actors.runtime.commit_service import CommitClient, CommitServer, service_address
+from actors.runtime.commits import SharedCommits
+from benchmarks.common import finish, parser, scratch, shown
+from mailboxes.journal.store import FileJournal
+
+PAUSE_S = 0.02
+
+
+def _board(root: Path, actor: str) -> Board:
+    return Board(FileJournal(root / ".team"), projections=Projections(root), actor=actor)
+
+
+def joined(root: str, address: bytes, claims: int, out: Any) -> None:
+    """A joined process's teammate: claim (timed) and complete ``claims`` tasks."""
+    commits = SharedCommits(_board(Path(root), "w1"), remote=CommitClient(address))
+    assert commits.remote is not None
+    commits.remote.call([])  # connected before the first timed claim
+    latencies = []
+    for _ in range(claims):
+        start = time.perf_counter()
+        task = commits.claim_next("w1")
+        latencies.append((time.perf_counter() - start) * 1000)
+        if task is None:
+            raise SystemExit("no task left to claim")
+        commits.complete(task.id, "w1", task.epoch, "ok")
+        time.sleep(PAUSE_S)
+    out.put(latencies)
+
+
+def _busy(stop: threading.Event) -> None:
+    """Pure Python until told to stop: the GIL is released only when the interpreter forces it."""
+    while not stop.is_set():
+        table = {}
+        for i in range(1000):
+            table[str(i)] = i
+
+
+def latencies(claims: int, busy: int) -> list[float]:
+    """Claim latencies (ms) of a joined process while ``busy`` threads run here."""
+    with scratch("service-busy") as root:
+        (root / ".team").mkdir()
+        lead = _board(root, "lead")
+        for n in range(claims):
+            lead.create(f"task {n}")
+        server = CommitServer(
+            service_address(root / ".team" / "journal.jsonl"), SharedCommits(lead).serve
+        )
+        if not server.start():
+            raise SystemExit("the commit service's address is taken")
+        stop = threading.Event()
+        threads = [threading.Thread(target=_busy, args=(stop,), daemon=True) for _ in range(busy)]
+        try:
+            for thread in threads:
+                thread.start()
+            ctx = multiprocessing.get_context("spawn")
+            out = ctx.Queue()
+            child = ctx.Process(target=joined, args=(str(root), server.address, claims, out))
+            child.start()
+            found: list[float] = out.get(timeout=600)
+            child.join(timeout=60)
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join()
+            server.stop()
+    return found
+
+
+def p90(values: list[float]) -> float:
+    return sorted(values)[int(len(values) * 0.9)]
+
+
+def main() -> None:
+    cmd = parser(__doc__)
+    cmd.add_argument("--claims", type=int, default=60)
+    cmd.add_argument("--busy", type=int, default=1, help="busy threads in the serving process")
+    args = cmd.parse_args()
+    if args.quick:
+        args.claims = 5
+    if args.claims < 1 or args.busy < 1:
+        raise SystemExit("--claims and --busy must be at least 1")
+    idle = latencies(args.claims, 0)
+    busy = latencies(args.claims, args.busy)
+    figures = [
+        shown("claim_via_service_idle_server_p50", statistics.median(idle), "ms"),
+        shown("claim_via_service_idle_server_p90", p90(idle), "ms"),
+        shown("claim_via_service_busy_server_p50", statistics.median(busy), "ms"),
+        shown("claim_via_service_busy_server_p90", p90(busy), "ms"),
+        shown("busy_over_idle_p50", statistics.median(busy) / statistics.median(idle), "x"),
+    ]
+    finish("service_busy", figures, quick=args.quick, claims=args.claims, busy=args.busy)
+
+
+if __name__ == "__main__":
+    main()
