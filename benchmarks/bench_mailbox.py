@@ -32,7 +32,7 @@ import threading
 import time
 from pathlib import Path
 
-from benchmarks.common import at_least, at_most, finish, parser, scratch, shown
+from benchmarks.common import at_least, at_most, finish, parser, percentile, scratch, shown
 from mailboxes.fsutil import fsync_dir
 from mailboxes.maildir import Maildir
 from mailboxes.messages import MessageDraft
@@ -216,11 +216,6 @@ def wake_latency(scratch: Path, samples: int) -> tuple[list[float], list[float]]
     proc.stdin.close()
     proc.wait(timeout=60)
     return latencies, from_send
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 FLOOR_SHARE = 0.9

@@ -32,7 +32,7 @@ from actors.board.board import Board
 from actors.board.projections import Projections
 from actors.runtime.commit_service import CommitClient, CommitServer, service_address
 from actors.runtime.commits import SharedCommits
-from benchmarks.common import finish, parser, scratch, shown
+from benchmarks.common import finish, parser, percentile, scratch, shown
 from mailboxes.journal.store import FileJournal
 
 PAUSE_S = 0.02
@@ -98,10 +98,6 @@ def latencies(claims: int, busy: int) -> list[float]:
     return found
 
 
-def p90(values: list[float]) -> float:
-    return sorted(values)[int(len(values) * 0.9)]
-
-
 def main() -> None:
     cmd = parser(__doc__)
     cmd.add_argument("--claims", type=int, default=60)
@@ -115,9 +111,9 @@ def main() -> None:
     busy = latencies(args.claims, args.busy)
     figures = [
         shown("claim_via_service_idle_server_p50", statistics.median(idle), "ms"),
-        shown("claim_via_service_idle_server_p90", p90(idle), "ms"),
+        shown("claim_via_service_idle_server_p90", percentile(idle, 0.9), "ms"),
         shown("claim_via_service_busy_server_p50", statistics.median(busy), "ms"),
-        shown("claim_via_service_busy_server_p90", p90(busy), "ms"),
+        shown("claim_via_service_busy_server_p90", percentile(busy, 0.9), "ms"),
         shown("busy_over_idle_p50", statistics.median(busy) / statistics.median(idle), "x"),
     ]
     finish("service_busy", figures, quick=args.quick, claims=args.claims, busy=args.busy)

@@ -99,6 +99,12 @@ def steal_share(before: tuple[int, int] | None, after: tuple[int, int] | None) -
     return (after[0] - before[0]) / (after[1] - before[1])
 
 
+def percentile(values: list[float], q: float) -> float:
+    """The value at quantile ``q`` (0..1) of ``values``: the nearest rank, never past the end."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
 @contextmanager
 def scratch(name: str) -> Iterator[Path]:
     """A fresh folder in the system's temporary directory, removed afterwards."""
@@ -140,9 +146,10 @@ def _probe_once() -> float:
 
 def host_probe(rounds: int = 7) -> dict[str, float]:
     """How fast this host runs Python right now: the median and fastest of ``rounds`` passes of
-    a fixed piece of work (``_probe_once``, tens of milliseconds). The same code on a shared virtual machine takes from 1x to 2x as long from one
-    minute to the next. ``python -m benchmarks`` probes before every benchmark and after the
-    last, so its table says how fast and how steady the host was while each figure was taken."""
+    a fixed piece of work (``_probe_once``, tens of milliseconds). The same code on a shared
+    virtual machine takes from 1x to 2x as long from one minute to the next. ``python -m
+    benchmarks`` probes before every benchmark and after the last, so its table says how fast
+    and how steady the host was while each figure was taken."""
     _probe_once()  # not counted: the first pass in a process also grows its heap
     times = [_probe_once() for _ in range(rounds)]
     return {"median_ms": round(statistics.median(times), 2), "fastest_ms": round(min(times), 2)}

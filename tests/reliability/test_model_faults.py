@@ -155,8 +155,6 @@ def _team_through_faults(tmp_path: Path, stop_actors: list[Any], *, seed: int, r
     passed = Counter(agent for agent, *_ in gate.passes)
     assert all(passed[agent] >= n for agent, n in Counter(r.agent for r in requests).items())
     assert all(left >= held for _, _, held, left in gate.passes)
-    held_back = [p for p in gate.passes if p[2] > p[1]]  # came while the gate was held
-    assert all(left > came for _, came, _, left in held_back)
     told = {a for a, s in sleeps}  # agents that slept on their own failures
     assert told and all(s > 0 for _, s in gate.waits)
 
