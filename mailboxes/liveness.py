@@ -25,11 +25,17 @@ __all__ = ["FlockLiveness"]
 class FlockLiveness:
     """The file ``Liveness``: one lock file per agent under ``members_dir``."""
 
-    def __init__(self, members_dir: Path, *, contention_s: float = 0.05) -> None:
+    def __init__(
+        self, members_dir: Path, *, contention_s: float = 0.05, probe_patience_s: float = 5.0
+    ) -> None:
         self.members_dir = Path(members_dir)
-        # A probe holds a shared lock for microseconds; a hold that meets one retries this long
-        # before concluding that a real holder exists.
+        # How long a hold that meets another holder's exclusive lock retries before concluding
+        # that a live holder exists (a holder that is just letting go gets this long).
         self._contention_s = contention_s
+        # How long a hold waits out probes' shared locks. A probe holds one for microseconds,
+        # but a prober descheduled on a loaded host holds it for as long as it is off the CPU,
+        # and probes in a loop can overlap; a probe is never a holder, so this is generous.
+        self._probe_patience_s = probe_patience_s
 
     def lock_path(self, agent: str) -> Path:
         """The lock file of ``agent`` (validated name)."""
@@ -55,15 +61,25 @@ class FlockLiveness:
             os.close(fd)
 
     def _acquire(self, fd: int, agent: str) -> None:
-        deadline = time.monotonic() + self._contention_s
+        start = time.monotonic()
         delay = 0.001
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 return
             except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise LeaseHeld(agent) from None
+                pass
+            # Who is in the way? A shared lock on our own descriptor is granted while only
+            # probes hold the file, and refused while a holder has it exclusively.
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                patience = self._contention_s
+            else:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                patience = self._probe_patience_s
+            if time.monotonic() - start >= patience:
+                raise LeaseHeld(agent)
             time.sleep(delay)
             delay = min(delay * 2, 0.01)
 

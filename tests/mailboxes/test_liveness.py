@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
 import subprocess
 import sys
 import textwrap
@@ -182,6 +184,37 @@ def test_probes_never_make_a_hold_fail(backend: Backend) -> None:
             thread.join()
     assert seen == [True] * 100  # every hold was taken and, while held, shows bob alive
     assert not live.is_alive("bob")
+
+
+def test_flock_hold_waits_out_a_probe_that_is_off_the_cpu(tmp_path: Path) -> None:
+    """A prober descheduled between taking and dropping its shared lock (a loaded host) keeps
+    the lock far longer than a probe's microseconds; the hold waits, it does not report bob
+    hosted. CI once failed test_probes_never_make_a_hold_fail this way."""
+    live = FlockLiveness(tmp_path / "members", contention_s=0.01)
+    with live.hold("bob"):
+        pass  # creates the lock file, as the first probe after a hold would find it
+    stalled = os.open(live.lock_path("bob"), os.O_RDONLY)
+    try:
+        fcntl.flock(stalled, fcntl.LOCK_SH | fcntl.LOCK_NB)  # what is_alive takes
+        timer = threading.Timer(0.3, fcntl.flock, (stalled, fcntl.LOCK_UN))
+        timer.start()
+        with live.hold("bob"):
+            assert live.is_alive("bob")
+        timer.join()
+    finally:
+        os.close(stalled)
+
+
+def test_flock_hold_against_a_holder_does_not_wait_for_probe_patience(tmp_path: Path) -> None:
+    """An exclusive lock is a holder, never a probe: the hold gives up after ``contention_s``,
+    not after the (here half-minute) patience it has for probes."""
+    live = FlockLiveness(tmp_path / "members", contention_s=0.01, probe_patience_s=30)
+    with live.hold("bob"):
+        other = FlockLiveness(tmp_path / "members", contention_s=0.01, probe_patience_s=30)
+        started = time.monotonic()
+        with pytest.raises(LeaseHeld, match="bob"), other.hold("bob"):
+            pass
+        assert time.monotonic() - started < 15
 
 
 @pytest.mark.parametrize("name", ["../x", ".x", "a/b", ""])
