@@ -5,11 +5,14 @@
 processes, the journal's lock alone orders the writers: with sixteen processes on two cores, each
 of them reads and folds every event of the others, and most of the machine went to handing the
 lock from one to the next. Here the first runtime of a team on a host (``teamctl run``, or the
-first ``teamctl join``) also serves its ``SharedCommits`` on a Unix socket; the other runtime
+first ``teamctl join``) holds the team's service address (``ServiceHandOff``); the other runtime
 processes of the host send their claims, completions and status changes there, and one commit
-carries the writes of every process that asked meanwhile. Nothing else changes: each write is
-decided under the journal lock against the caught-up state (the server's board) and answered
-only once its commit is durable. Writers outside the service (``teamctl task …`` commands, a
+carries the writes of every process that asked meanwhile. When the first of them connects, the
+holder hands the socket to a process of its own (``actors.runtime.commit_host``), which serves it
+with a ``SharedCommits`` of its own board (``CommitServer``): a busy lead's thread then never
+holds up another process's claim. Nothing else changes: each write is decided under the journal
+lock against the caught-up state (the server's board) and answered only once its commit is
+durable. Writers outside the service (the runtime holding it, ``teamctl task …`` commands, a
 runtime on another host) still take the journal lock and stay correct.
 
 The socket is in Linux's abstract namespace (no file to go stale, no path-length limit), named
@@ -41,6 +44,7 @@ import os
 import selectors
 import socket
 import struct
+import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -48,16 +52,20 @@ from typing import Any
 
 __all__ = [
     "ANSWER_TIMEOUT_S",
+    "COMMIT_SERVICE_LOG",
     "MAX_MESSAGE_BYTES",
     "AnswerLost",
     "CommitClient",
     "CommitServer",
+    "ServiceHandOff",
     "ServiceUnavailable",
     "service_address",
 ]
 
 log = logging.getLogger(__name__)
 
+COMMIT_SERVICE_LOG = "commit-service.log"
+"""Under ``.team/``: the stderr of the process serving the commit service (``ServiceHandOff``)."""
 MAX_MESSAGE_BYTES = 4 << 20
 """The largest request or answer either end accepts (a commit's specs are a few hundred bytes)."""
 ANSWER_TIMEOUT_S = 30.0
@@ -88,6 +96,18 @@ def service_address(journal: Path) -> bytes:
     info = os.stat(journal)
     key = f"{os.path.realpath(journal)}\0{info.st_dev}\0{info.st_ino}".encode()
     return b"\0teamctl-commits-" + hashlib.sha256(key).hexdigest()[:40].encode()
+
+
+def _bind(address: bytes) -> socket.socket | None:
+    """A socket listening on ``address``; None when another process of the host has it."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    try:
+        listener.bind(address)
+    except OSError:  # EADDRINUSE: another process serves this team on this host
+        listener.close()
+        return None
+    listener.listen(128)
+    return listener
 
 
 def _still_there(conn: socket.socket) -> bool:
@@ -127,9 +147,13 @@ class CommitServer:
     """Serves ``serve`` on the team's abstract socket from one thread; ``start`` returns False
     when another process of the host serves the team already."""
 
-    def __init__(self, address: bytes, serve: Serve) -> None:
+    def __init__(
+        self, address: bytes, serve: Serve, *, listener: socket.socket | None = None
+    ) -> None:
         self.address = address
         self._serve = serve
+        self._given = listener
+        """A socket already bound to ``address`` and listening (``ServiceHandOff``'s)."""
         self._listener: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self._wake_r, self._wake_w = -1, -1
@@ -139,13 +163,9 @@ class CommitServer:
         """Rounds of commits made for them: fewer than ``requests`` when processes met."""
 
     def start(self) -> bool:
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
-        try:
-            listener.bind(self.address)
-        except OSError:  # EADDRINUSE: another process serves this team on this host
-            listener.close()
+        listener = self._given or _bind(self.address)
+        if listener is None:
             return False
-        listener.listen(128)
         listener.setblocking(False)
         self._listener = listener
         self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
@@ -276,6 +296,107 @@ class CommitServer:
                     self._drop(sel, buffers, conn)
 
 
+class ServiceHandOff:
+    """Holds the team's service address for this process and, when the first client connects,
+    hands the listening socket to a process of its own that serves it (``command``, with the
+    socket's descriptor number appended: ``actors.runtime.commit_host``). That process shares no
+    GIL with this one's lead and members, so a busy lead does not slow the other processes'
+    claims; this process keeps committing its own writes itself. A team that no other process
+    joins never starts it. If it cannot be started, this process serves, as ``CommitServer``.
+
+    The child's standard input is a pipe from here: it stops serving when the pipe closes, that
+    is when ``stop`` is called or this process dies, even by SIGKILL. It runs in a session of its
+    own, so a Ctrl-C meant for the terminal's program does not stop it; its stderr goes to
+    ``log_path``."""
+
+    def __init__(
+        self, address: bytes, command: Sequence[str], *, log_path: Path, fallback: Serve
+    ) -> None:
+        self.address = address
+        self._command = list(command)
+        self._log_path = log_path
+        self._fallback = fallback
+        self._listener: socket.socket | None = None
+        self._thread: threading.Thread | None = None
+        self._wake_r, self._wake_w = -1, -1
+        self.child: subprocess.Popen[bytes] | None = None
+        """The serving process, once a client came."""
+        self.in_process: CommitServer | None = None
+        """The service served from this process, when the child could not be started."""
+
+    def start(self) -> bool:
+        """Take the address; False when another process of the host serves the team already."""
+        listener = _bind(self.address)
+        if listener is None:
+            return False
+        self._listener = listener
+        self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        self._thread = threading.Thread(
+            target=self._hand_off, name="teamctl-commit-hand-off", daemon=True
+        )
+        self._thread.start()
+        return True
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop serving (this process's thread, or the child: asked by closing its input,
+        killed if it has not ended within ``timeout_s``)."""
+        if self._thread is None:
+            return
+        os.write(self._wake_w, b"x")
+        self._thread.join()
+        self._thread = None
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+        if self.in_process is not None:
+            self.in_process.stop()
+        child = self.child
+        if child is not None:
+            assert child.stdin is not None
+            child.stdin.close()
+            try:
+                child.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                log.warning("commit service: process %d did not stop; killed", child.pid)
+                child.kill()
+                child.wait()
+
+    def _hand_off(self) -> None:
+        listener = self._listener
+        assert listener is not None
+        with selectors.DefaultSelector() as sel:
+            sel.register(listener, selectors.EVENT_READ, None)
+            sel.register(self._wake_r, selectors.EVENT_READ, None)
+            ready = [key.fileobj for key, _mask in sel.select()]
+        if self._wake_r in ready:  # stopped before anyone came
+            listener.close()
+            return
+        try:
+            self.child = self._spawn(listener)
+        except OSError as exc:
+            log.warning("commit service: no process of its own (%s); served from this one", exc)
+            self.in_process = CommitServer(self.address, self._fallback, listener=listener)
+            self.in_process.start()
+            return
+        listener.close()  # the child has it now
+
+    def _spawn(self, listener: socket.socket) -> subprocess.Popen[bytes]:
+        fd = listener.fileno()
+        self._log_path.parent.mkdir(parents=True, exist_ok=True)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+        log_fd = os.open(self._log_path, flags, 0o600)
+        try:
+            return subprocess.Popen(
+                [*self._command, str(fd)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=log_fd,
+                pass_fds=(fd,),
+                start_new_session=True,
+            )
+        finally:
+            os.close(log_fd)
+
+
 class CommitClient:
     """One process's connection to the team's service, made on first use and again after the
     service went away. ``call`` raises ``ServiceUnavailable`` (nothing sent) or ``AnswerLost``."""
@@ -286,6 +407,8 @@ class CommitClient:
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
         self._buffer = bytearray()
+        self.answered = 0
+        """Answers received (for tests and diagnostics)."""
 
     def call(self, specs: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
         with self._lock:
@@ -310,6 +433,7 @@ class CommitClient:
             except AnswerLost:
                 self.close()
                 raise
+            self.answered += 1
             return answer
 
     def _connected(self) -> socket.socket:

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -59,7 +60,12 @@ from actors.errors import TeamError, UnknownMember
 from actors.factory import Team, open_team, tidy_mailboxes
 from actors.runtime.background import Background
 from actors.runtime.changes import Changes
-from actors.runtime.commit_service import CommitClient, CommitServer, service_address
+from actors.runtime.commit_service import (
+    COMMIT_SERVICE_LOG,
+    CommitClient,
+    ServiceHandOff,
+    service_address,
+)
 from actors.runtime.commits import SharedCommits
 from actors.runtime.goal import TeamGoal
 from actors.runtime.hosting import RUNTIME, MemberHosting
@@ -182,8 +188,9 @@ class TeamRuntime:
         # hosted here: the ones that meet share a journal commit.
         # A usage record rides on its agent's next write (``SharedCommits.defer``).
         self.commits = SharedCommits(team.board, timer=thread_timer)
-        self.commit_server: CommitServer | None = None
-        """The host's commit service, when this runtime serves it (``_share_commits``)."""
+        self.commit_service: ServiceHandOff | None = None
+        """The host's commit service, when this runtime holds it (``_share_commits``): served by
+        a process of its own once another process of the host connects."""
         self.usage = UsageMeter(team.board, settings.team, on_hit=cap_reached, commits=self.commits)
         self.decisions = JournalDecisions(team.journal, None)
         self.worktrees = TaskWorktrees(
@@ -467,10 +474,15 @@ class TeamRuntime:
         except OSError as exc:
             log.warning("no commit service for this team: %s", exc)
             return
-        server = CommitServer(address, self.commits.serve)
-        if server.start():
-            self.commit_server = server
-            self._stack.callback(server.stop)
+        service = ServiceHandOff(
+            address,
+            [sys.executable, "-m", "actors.runtime.commit_host", str(self.team.repo.root)],
+            log_path=self.team.repo.team_dir / COMMIT_SERVICE_LOG,
+            fallback=self.commits.serve,
+        )
+        if service.start():
+            self.commit_service = service
+            self._stack.callback(service.stop)
         else:
             self.commits.remote = CommitClient(address)
             self._stack.callback(self.commits.remote.close)

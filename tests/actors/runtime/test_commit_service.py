@@ -11,6 +11,10 @@ import multiprocessing
 import os
 import signal
 import socket
+import subprocess
+import sys
+import textwrap
+import time
 from collections.abc import Iterator
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
@@ -21,8 +25,11 @@ import pytest
 from actors.board.board import Board
 from actors.board.projections import Projections
 from actors.runtime.commit_service import (
+    COMMIT_SERVICE_LOG,
+    AnswerLost,
     CommitClient,
     CommitServer,
+    ServiceHandOff,
     ServiceUnavailable,
     service_address,
 )
@@ -377,10 +384,182 @@ def test_a_team_made_again_at_the_same_path_has_another_address(root: Path) -> N
     assert service_address(root / ".team" / "journal.jsonl") != before
 
 
+# --- the service in a process of its own ------------------------------------------------------
+
+HOST = [sys.executable, "-m", "actors.runtime.commit_host"]
+
+
+@pytest.fixture
+def team_root(tmp_path: Path) -> Path:
+    """A git repository with ``teamctl init`` done and three tasks."""
+    from actors.factory import init_team, open_team
+
+    root = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    init_team(root)
+    with open_team(root, actor="lead") as team:
+        for n in range(1, 4):
+            team.board.create(f"task {n}")
+    return root
+
+
+def _hand_off(root: Path, command: list[str] | None = None) -> ServiceHandOff:
+    service = ServiceHandOff(
+        service_address(root / ".team" / "journal.jsonl"),
+        [*HOST, str(root)] if command is None else command,
+        log_path=root / ".team" / COMMIT_SERVICE_LOG,
+        fallback=SharedCommits(_board(root)).serve,
+    )
+    assert service.start()
+    return service
+
+
+def _gone(pid: int) -> bool:
+    """True once ``pid`` has exited (a zombie nobody reaped counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")
+
+
+def _until(check: Any, what: str) -> None:
+    deadline = time.monotonic() + DEADLINE_S
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+def test_the_service_process_starts_when_a_client_comes_and_stops_when_asked(
+    team_root: Path,
+) -> None:
+    service = _hand_off(team_root)
+    address = service_address(team_root / ".team" / "journal.jsonl")
+    try:
+        assert service.child is None  # nobody connected yet: nothing started
+        commits = SharedCommits(_board(team_root, "ann"), remote=CommitClient(address))
+        task = commits.claim_next("ann")
+        assert task is not None and task.owner == "ann"
+        assert commits.remote is not None and commits.remote.answered == 1
+        child = service.child
+        assert child is not None and service.in_process is None
+        assert child.pid != os.getpid() and child.poll() is None  # the parent's copy is closed
+        # Its stderr log is private, like the MCP servers' and the jobs' logs.
+        assert (team_root / ".team" / COMMIT_SERVICE_LOG).stat().st_mode & 0o777 == 0o600
+        # A Ctrl-C at the terminal is not for it: it is in a session of its own, and ignores it.
+        assert os.getsid(child.pid) == child.pid != os.getsid(0)
+        os.kill(child.pid, signal.SIGINT)
+        assert commits.complete(task.id, "ann", task.epoch, "done").task.status == "completed"
+        assert commits.remote.answered == 2
+    finally:
+        service.stop()
+    assert child.returncode == 0  # asked to stop (its input closed), not killed
+    with pytest.raises(ServiceUnavailable):
+        CommitClient(address).call([])
+    second = _hand_off(team_root)  # the address is free again
+    second.stop()
+    assert second.child is None
+
+
+def test_the_service_process_ends_when_its_runtime_is_killed(team_root: Path) -> None:
+    """The runtime holding the service is SIGKILLed: the service process sees its input close
+    and exits, and the address is free for the next runtime."""
+    holder = textwrap.dedent(
+        """
+        import sys
+        from pathlib import Path
+        from tests.actors.runtime.test_commit_service import _hand_off
+        service = _hand_off(Path(sys.argv[1]))
+        print("held", flush=True)
+        sys.stdin.readline()  # the test's client has been answered
+        print(service.child.pid, flush=True)
+        sys.stdin.read()
+        """
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", holder, str(team_root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        cwd=Path(__file__).resolve().parents[3],
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"held\n"
+        address = service_address(team_root / ".team" / "journal.jsonl")
+        client = CommitClient(address)
+        assert client.call([])["answers"] == []
+        assert proc.stdin is not None
+        proc.stdin.write(b"answered\n")
+        proc.stdin.flush()
+        serving = int(proc.stdout.readline())
+        assert serving not in (proc.pid, os.getpid())
+        proc.kill()
+        proc.wait()
+        _until(lambda: _gone(serving), "the service process outlived its runtime")
+        client.close()
+        with pytest.raises(ServiceUnavailable):
+            CommitClient(address).call([])
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_service_process_that_cannot_start_is_served_from_this_process(
+    team_root: Path,
+) -> None:
+    service = _hand_off(team_root, [str(team_root / "no-such-program")])
+    try:
+        client = CommitClient(service_address(team_root / ".team" / "journal.jsonl"))
+        commits = SharedCommits(_board(team_root, "ann"), remote=client)
+        task = commits.claim_next("ann")
+        assert task is not None and client.answered == 1
+        assert service.child is None and service.in_process is not None
+    finally:
+        service.stop()
+
+
+def test_a_service_process_that_does_not_stop_is_killed(team_root: Path) -> None:
+    stubborn = [sys.executable, "-c", "import signal, time; time.sleep(120)"]
+    service = _hand_off(team_root, stubborn)
+    try:
+        with pytest.raises((ServiceUnavailable, AnswerLost)):
+            CommitClient(
+                service_address(team_root / ".team" / "journal.jsonl"), timeout_s=0.2
+            ).call([])
+        _until(lambda: service.child is not None, "no process was started for the client")
+    finally:
+        service.stop(timeout_s=0.5)
+    assert service.child is not None and service.child.returncode == -signal.SIGKILL
+
+
+def test_the_service_process_refuses_bad_arguments_and_a_folder_without_a_team(
+    tmp_path: Path,
+) -> None:
+    usage = subprocess.run([*HOST, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert usage.returncode == 2 and usage.stderr.startswith("usage:")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(b"\0teamctl-test-" + os.urandom(8).hex().encode())
+    listener.listen(1)
+    with listener:
+        fd = listener.fileno()
+        bad = subprocess.run(
+            [*HOST, str(tmp_path), str(fd)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            pass_fds=(fd,),
+            stdin=subprocess.DEVNULL,
+        )
+    assert bad.returncode == 1
+    assert bad.stderr.startswith("commit service: cannot open the team:")
+    assert len(bad.stderr.strip().splitlines()) == 1
+
+
 # --- the runtime ------------------------------------------------------------------------------
 
 
 def test_the_first_runtime_serves_and_a_joined_one_claims_through_it(tmp_path: Path) -> None:
+    """The first runtime holds the service; the first process that connects makes it start a
+    process of its own, which commits the joined runtime's claim and stops with the runtime."""
     from actors.runtime.runtime import TeamRuntime
     from tests.actors.team_support import Held, real_team
 
@@ -388,24 +567,28 @@ def test_the_first_runtime_serves_and_a_joined_one_claims_through_it(tmp_path: P
     model = Held()
     joined = None
     try:
-        server = team.rt.commit_server
-        assert server is not None and team.rt.commits.remote is None
+        service = team.rt.commit_service
+        assert service is not None and team.rt.commits.remote is None
+        assert service.child is None  # nobody has connected: no process started
         joined = TeamRuntime(
             team.root, model=model, join="bob", jobs=False, worktrees=False, fsync_transcripts=False
         ).start()
-        assert joined.commit_server is None and joined.commits.remote is not None
-        before = server.requests
+        assert joined.commit_service is None and joined.commits.remote is not None
         team.board.create("for bob")
         assert model.wait_called("bob"), "bob never started on its task"
         claims = [e for e in team.events("task.claimed") if e.data["owner"] == "bob"]
         assert [e.data["task_id"] for e in claims] == ["task_1"]
-        assert server.requests > before  # the claim was committed by the serving runtime
+        assert joined.commits.remote.answered > 0  # committed by the service, not by bob's process
+        child = service.child
+        assert child is not None and child.poll() is None and child.pid != os.getpid()
+        assert service.in_process is None
         assert joined.board.state.task("task_1").owner == "bob"
     finally:
         model.release.set()
         if joined is not None:
             joined.stop()
         team.close()
+    assert child.returncode == 0  # stopped with the runtime, asked and not killed
 
 
 def test_a_team_set_not_to_share_commits_has_no_service(tmp_path: Path) -> None:
@@ -413,7 +596,7 @@ def test_a_team_set_not_to_share_commits_has_no_service(tmp_path: Path) -> None:
 
     team = real_team(tmp_path / "repo", {"team": {"commit_service": False}})
     try:
-        assert team.rt.commit_server is None and team.rt.commits.remote is None
+        assert team.rt.commit_service is None and team.rt.commits.remote is None
         with pytest.raises(ServiceUnavailable):
             CommitClient(service_address(team.root / ".team" / "journal.jsonl")).call([])
     finally:
