@@ -464,7 +464,8 @@ class TeamRuntime:
         return self.usage.reached()
 
     def _share_commits(self) -> None:
-        """Serve the host's commit service, or use the one another process of this team serves
+        """Hold the host's commit service (handed to a process of its own when another process
+        connects), or use the one another process of this team holds
         (``actors.runtime.commit_service``; file backend, ``team.commit_service``)."""
         journal = self.team.journal_path
         if not self.settings.team.commit_service or journal is None:

@@ -503,6 +503,32 @@ def test_the_service_process_ends_when_its_runtime_is_killed(team_root: Path) ->
         proc.wait()
 
 
+def test_when_the_service_process_dies_clients_commit_by_themselves_at_once(
+    team_root: Path,
+) -> None:
+    """The runtime keeps no copy of the socket it handed over: once the service process is gone,
+    a connection is refused at once (the client commits itself), instead of waiting in a queue
+    that nobody accepts from."""
+    service = _hand_off(team_root)
+    address = service_address(team_root / ".team" / "journal.jsonl")
+    try:
+        assert CommitClient(address).call([])["answers"] == []
+        child = service.child
+        assert child is not None
+        child.kill()
+        child.wait()
+        commits = SharedCommits(
+            _board(team_root, "ann"), remote=CommitClient(address, timeout_s=DEADLINE_S)
+        )
+        started = time.monotonic()
+        task = commits.claim_next("ann")
+        assert task is not None and task.owner == "ann"
+        assert commits.remote is not None and commits.remote.answered == 0
+        assert time.monotonic() - started < DEADLINE_S / 2
+    finally:
+        service.stop()
+
+
 def test_a_service_process_that_cannot_start_is_served_from_this_process(
     team_root: Path,
 ) -> None:
@@ -534,8 +560,10 @@ def test_a_service_process_that_does_not_stop_is_killed(team_root: Path) -> None
 def test_the_service_process_refuses_bad_arguments_and_a_folder_without_a_team(
     tmp_path: Path,
 ) -> None:
-    usage = subprocess.run([*HOST, str(tmp_path)], capture_output=True, text=True, timeout=60)
-    assert usage.returncode == 2 and usage.stderr.startswith("usage:")
+    for args in ([str(tmp_path)], [str(tmp_path), "three"]):
+        usage = subprocess.run([*HOST, *args], capture_output=True, text=True, timeout=60)
+        assert usage.returncode == 2 and usage.stderr.startswith("usage:"), args
+        assert len(usage.stderr.splitlines()) == 1
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(b"\0teamctl-test-" + os.urandom(8).hex().encode())
     listener.listen(1)
