@@ -54,6 +54,7 @@ __all__ = [
     "ANSWER_TIMEOUT_S",
     "COMMIT_SERVICE_LOG",
     "MAX_MESSAGE_BYTES",
+    "MAX_RESTARTS",
     "AnswerLost",
     "CommitClient",
     "CommitServer",
@@ -71,6 +72,9 @@ MAX_MESSAGE_BYTES = 4 << 20
 ANSWER_TIMEOUT_S = 30.0
 """How long a client waits for an answer before it decides its writes itself (the serving
 process is stopped or stuck; its commit takes milliseconds)."""
+MAX_RESTARTS = 3
+"""How many times a service process that exited by itself is started again (at the next
+connection) before its runtime gives up and every process commits its own writes."""
 SEND_TIMEOUT_S = 5.0
 """How long the service waits for a client to take its answer before dropping it."""
 _HEADER = struct.Struct("!I")
@@ -307,7 +311,8 @@ class ServiceHandOff:
     The child's standard input is a pipe from here: it stops serving when the pipe closes, that
     is when ``stop`` is called or this process dies, even by SIGKILL. It runs in a session of its
     own, so a Ctrl-C meant for the terminal's program does not stop it; its stderr goes to
-    ``log_path``."""
+    ``log_path``. If it exits by itself, this process takes the address back and starts another
+    at the next connection, up to ``MAX_RESTARTS`` times."""
 
     def __init__(
         self, address: bytes, command: Sequence[str], *, log_path: Path, fallback: Serve
@@ -323,6 +328,8 @@ class ServiceHandOff:
         """The serving process, once a client came."""
         self.in_process: CommitServer | None = None
         """The service served from this process, when the child could not be started."""
+        self.starts = 0
+        """Processes started to serve (one, unless one exited by itself: see ``MAX_RESTARTS``)."""
 
     def start(self) -> bool:
         """Take the address; False when another process of the host serves the team already."""
@@ -361,23 +368,60 @@ class ServiceHandOff:
                 child.wait()
 
     def _hand_off(self) -> None:
-        listener = self._listener
-        assert listener is not None
+        listener: socket.socket | None = self._listener
+        while listener is not None:
+            if not self._until_ready(listener):  # stopped before anyone came
+                listener.close()
+                return
+            try:
+                child = self._spawn(listener)
+            except OSError as exc:
+                log.warning("commit service: no process of its own (%s); served from here", exc)
+                self.in_process = CommitServer(self.address, self._fallback, listener=listener)
+                self.in_process.start()
+                return
+            self.child = child
+            self.starts += 1
+            listener.close()  # the child has it now
+            if not self._until_exit(child):
+                return  # stopping: ``stop`` ends the child
+            if self.starts > MAX_RESTARTS:
+                log.warning(
+                    "commit service: its process exited (status %s) %d times; not started "
+                    "again (each process commits its own writes)",
+                    child.returncode,
+                    self.starts,
+                )
+                return
+            log.warning(
+                "commit service: its process exited (status %s); started again at the next "
+                "connection",
+                child.returncode,
+            )
+            listener = _bind(self.address)  # None: another process has the address now
+
+    def _until_ready(self, listener: socket.socket) -> bool:
+        """Wait for a client at ``listener``; False if ``stop`` came first."""
         with selectors.DefaultSelector() as sel:
             sel.register(listener, selectors.EVENT_READ, None)
             sel.register(self._wake_r, selectors.EVENT_READ, None)
             ready = [key.fileobj for key, _mask in sel.select()]
-        if self._wake_r in ready:  # stopped before anyone came
-            listener.close()
-            return
+        return self._wake_r not in ready
+
+    def _until_exit(self, child: subprocess.Popen[bytes]) -> bool:
+        """Wait for ``child`` to exit by itself (True, reaped) or for ``stop`` (False)."""
+        pidfd = os.pidfd_open(child.pid)
         try:
-            self.child = self._spawn(listener)
-        except OSError as exc:
-            log.warning("commit service: no process of its own (%s); served from this one", exc)
-            self.in_process = CommitServer(self.address, self._fallback, listener=listener)
-            self.in_process.start()
-            return
-        listener.close()  # the child has it now
+            with selectors.DefaultSelector() as sel:
+                sel.register(pidfd, selectors.EVENT_READ, None)
+                sel.register(self._wake_r, selectors.EVENT_READ, None)
+                ready = [key.fileobj for key, _mask in sel.select()]
+        finally:
+            os.close(pidfd)
+        if self._wake_r in ready:
+            return False
+        child.wait()
+        return True
 
     def _spawn(self, listener: socket.socket) -> subprocess.Popen[bytes]:
         fd = listener.fileno()

@@ -26,6 +26,7 @@ from actors.board.board import Board
 from actors.board.projections import Projections
 from actors.runtime.commit_service import (
     COMMIT_SERVICE_LOG,
+    MAX_RESTARTS,
     AnswerLost,
     CommitClient,
     CommitServer,
@@ -503,28 +504,63 @@ def test_the_service_process_ends_when_its_runtime_is_killed(team_root: Path) ->
         proc.wait()
 
 
-def test_when_the_service_process_dies_clients_commit_by_themselves_at_once(
+def test_a_service_process_that_died_is_started_again_at_the_next_connection(
     team_root: Path,
 ) -> None:
-    """The runtime keeps no copy of the socket it handed over: once the service process is gone,
-    a connection is refused at once (the client commits itself), instead of waiting in a queue
-    that nobody accepts from."""
+    """The runtime keeps no copy of the socket it handed over, so a client that comes while the
+    service process is gone is refused at once and commits itself, instead of waiting in a
+    queue nobody accepts from; the runtime takes the address back and the next client gets a
+    new service process."""
     service = _hand_off(team_root)
     address = service_address(team_root / ".team" / "journal.jsonl")
     try:
         assert CommitClient(address).call([])["answers"] == []
-        child = service.child
-        assert child is not None
-        child.kill()
-        child.wait()
+        first = service.child
+        assert first is not None and service.starts == 1
+        first.kill()
         commits = SharedCommits(
             _board(team_root, "ann"), remote=CommitClient(address, timeout_s=DEADLINE_S)
         )
         started = time.monotonic()
-        task = commits.claim_next("ann")
+        task = commits.claim_next("ann")  # through a new process, or by itself: never stuck
         assert task is not None and task.owner == "ann"
-        assert commits.remote is not None and commits.remote.answered == 0
         assert time.monotonic() - started < DEADLINE_S / 2
+
+        def answered() -> bool:
+            try:
+                return CommitClient(address, timeout_s=DEADLINE_S).call([])["answers"] == []
+            except (ServiceUnavailable, AnswerLost):
+                return False
+
+        _until(answered, "no service process was started again")
+        again = service.child
+        assert again is not None and again.pid != first.pid and again.poll() is None
+        assert service.starts == 2
+    finally:
+        service.stop()
+    assert again.returncode == 0
+
+
+def test_a_service_process_that_keeps_exiting_is_given_up_on(team_root: Path) -> None:
+    """A service process that exits at once (a broken install, say) is started again at most
+    ``MAX_RESTARTS`` times; then nobody serves and every client commits itself."""
+    service = _hand_off(team_root, [sys.executable, "-c", "raise SystemExit(1)"])
+    address = service_address(team_root / ".team" / "journal.jsonl")
+    try:
+
+        def given_up() -> bool:
+            try:
+                CommitClient(address, timeout_s=DEADLINE_S).call([])
+            except ServiceUnavailable:
+                return service.starts == MAX_RESTARTS + 1
+            except AnswerLost:
+                pass  # connected, and the process exited without answering
+            return False
+
+        _until(given_up, "the runtime kept starting a service process that exits at once")
+        time.sleep(0.2)
+        assert service.starts == MAX_RESTARTS + 1
+        assert service.child is not None and service.child.returncode == 1
     finally:
         service.stop()
 
