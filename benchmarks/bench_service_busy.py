@@ -25,7 +25,6 @@ from __future__ import annotations
 import multiprocessing
 import statistics
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -35,7 +34,6 @@ from actors.board.board import Board
 from actors.board.projections import Projections
 from actors.factory import init_team
 from actors.runtime.commit_service import (
-    COMMIT_SERVICE_LOG,
     CommitClient,
     CommitServer,
     ServiceHandOff,
@@ -93,12 +91,7 @@ def latencies(claims: int, busy: int, *, apart: bool = False) -> list[float]:
         address = service_address(root / ".team" / "journal.jsonl")
         server: CommitServer | ServiceHandOff
         if apart:
-            server = ServiceHandOff(
-                address,
-                [sys.executable, "-m", "actors.runtime.commit_host", str(root)],
-                log_path=root / ".team" / COMMIT_SERVICE_LOG,
-                fallback=SharedCommits(lead).serve,
-            )
+            server = ServiceHandOff.for_team(address, root, fallback=SharedCommits(lead).serve)
         else:
             server = CommitServer(address, SharedCommits(lead).serve)
         if not server.start():

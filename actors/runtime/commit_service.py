@@ -45,6 +45,7 @@ import selectors
 import socket
 import struct
 import subprocess
+import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -331,6 +332,14 @@ class ServiceHandOff:
         self.starts = 0
         """Processes started to serve (one, unless one exited by itself: see ``MAX_RESTARTS``)."""
 
+    @classmethod
+    def for_team(cls, address: bytes, repo_root: Path, *, fallback: Serve) -> ServiceHandOff:
+        """The hand-off of the team at ``repo_root``: ``actors.runtime.commit_host`` run by this
+        interpreter, its stderr in ``.team/commit-service.log``."""
+        command = [sys.executable, "-m", "actors.runtime.commit_host", str(repo_root)]
+        log_path = repo_root / ".team" / COMMIT_SERVICE_LOG
+        return cls(address, command, log_path=log_path, fallback=fallback)
+
     def start(self) -> bool:
         """Take the address; False when another process of the host serves the team already."""
         listener = _bind(self.address)
@@ -402,26 +411,26 @@ class ServiceHandOff:
 
     def _until_ready(self, listener: socket.socket) -> bool:
         """Wait for a client at ``listener``; False if ``stop`` came first."""
-        with selectors.DefaultSelector() as sel:
-            sel.register(listener, selectors.EVENT_READ, None)
-            sel.register(self._wake_r, selectors.EVENT_READ, None)
-            ready = [key.fileobj for key, _mask in sel.select()]
-        return self._wake_r not in ready
+        return self._until(listener.fileno())
 
     def _until_exit(self, child: subprocess.Popen[bytes]) -> bool:
         """Wait for ``child`` to exit by itself (True, reaped) or for ``stop`` (False)."""
         pidfd = os.pidfd_open(child.pid)
         try:
-            with selectors.DefaultSelector() as sel:
-                sel.register(pidfd, selectors.EVENT_READ, None)
-                sel.register(self._wake_r, selectors.EVENT_READ, None)
-                ready = [key.fileobj for key, _mask in sel.select()]
+            if not self._until(pidfd):
+                return False
         finally:
             os.close(pidfd)
-        if self._wake_r in ready:
-            return False
         child.wait()
         return True
+
+    def _until(self, fd: int) -> bool:
+        """Wait until ``fd`` is readable (True) or ``stop`` is called (False, first if both)."""
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ, None)
+            sel.register(self._wake_r, selectors.EVENT_READ, None)
+            ready = [key.fileobj for key, _mask in sel.select()]
+        return self._wake_r not in ready
 
     def _spawn(self, listener: socket.socket) -> subprocess.Popen[bytes]:
         fd = listener.fileno()

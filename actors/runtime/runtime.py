@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import sys
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -60,12 +59,7 @@ from actors.errors import TeamError, UnknownMember
 from actors.factory import Team, open_team, tidy_mailboxes
 from actors.runtime.background import Background
 from actors.runtime.changes import Changes
-from actors.runtime.commit_service import (
-    COMMIT_SERVICE_LOG,
-    CommitClient,
-    ServiceHandOff,
-    service_address,
-)
+from actors.runtime.commit_service import CommitClient, ServiceHandOff, service_address
 from actors.runtime.commits import SharedCommits
 from actors.runtime.goal import TeamGoal
 from actors.runtime.hosting import RUNTIME, MemberHosting
@@ -475,12 +469,7 @@ class TeamRuntime:
         except OSError as exc:
             log.warning("no commit service for this team: %s", exc)
             return
-        service = ServiceHandOff(
-            address,
-            [sys.executable, "-m", "actors.runtime.commit_host", str(self.team.repo.root)],
-            log_path=self.team.repo.team_dir / COMMIT_SERVICE_LOG,
-            fallback=self.commits.serve,
-        )
+        service = ServiceHandOff.for_team(address, self.team.repo.root, fallback=self.commits.serve)
         if service.start():
             self.commit_service = service
             self._stack.callback(service.stop)

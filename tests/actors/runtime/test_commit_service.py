@@ -405,12 +405,14 @@ def team_root(tmp_path: Path) -> Path:
 
 
 def _hand_off(root: Path, command: list[str] | None = None) -> ServiceHandOff:
-    service = ServiceHandOff(
-        service_address(root / ".team" / "journal.jsonl"),
-        [*HOST, str(root)] if command is None else command,
-        log_path=root / ".team" / COMMIT_SERVICE_LOG,
-        fallback=SharedCommits(_board(root)).serve,
-    )
+    address = service_address(root / ".team" / "journal.jsonl")
+    serve = SharedCommits(_board(root)).serve
+    if command is None:  # as a runtime makes it
+        service = ServiceHandOff.for_team(address, root, fallback=serve)
+    else:
+        service = ServiceHandOff(
+            address, command, log_path=root / ".team" / COMMIT_SERVICE_LOG, fallback=serve
+        )
     assert service.start()
     return service
 
